@@ -1,0 +1,162 @@
+"""The `ddptui` command: torchrun's options, then the interactive app or `--batch`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from ddptui import __version__
+from ddptui.core import batch
+from ddptui.core.launch import LaunchError, LaunchSpec
+from ddptui.core.session import Session
+
+DEMO_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "demo", "train.py")
+
+
+class UsageError(Exception):
+    """Bad command-line usage; the message is one line."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports errors in one line instead of a usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        """Raise instead of printing usage and exiting."""
+        raise UsageError(f"{message} (see ddptui --help)")
+
+
+def build_parser() -> Parser:
+    """The command-line parser; option names follow torchrun."""
+    parser = Parser(
+        prog="ddptui",
+        description="Run a PyTorch distributed job with one pdb pane per rank.",
+        usage="ddptui [options] (SCRIPT | -m MODULE) [ARGS...]",
+        allow_abbrev=False,
+    )
+    add = parser.add_argument
+    add("--nproc-per-node", "--nproc_per_node", type=int, default=2, metavar="N", help="ranks to start (default 2)")
+    add("--nnodes", type=str, default="1", help="only 1 is supported")
+    add("--node-rank", "--node_rank", type=int, default=0, help="only 0 is supported")
+    add("--master-addr", "--master_addr", default="127.0.0.1", metavar="ADDR", help="default 127.0.0.1")
+    add("--master-port", "--master_port", type=int, default=None, metavar="PORT", help="default: a free port")
+    add("--standalone", action="store_true", help="accepted for torchrun compatibility")
+    add("--log-dir", "--log_dir", default=None, metavar="DIR", help="write each rank's terminal output to DIR/rank-N.log")
+    add("--batch", default=None, metavar="FILE", help="run commands from FILE ('-' = stdin) headless, print answers")
+    add("--stall-timeout", type=float, default=10.0, metavar="SECONDS", help="after this long running, a rank is 'waiting' (default 10)")
+    add("--demo", action="store_true", help="run the bundled 4-rank CPU DDP example")
+    add("-m", "--module", action="store_true", help="SCRIPT is a module name, as in python -m")
+    add("--version", action="version", version=f"ddptui {__version__}")
+    add("script", nargs="?", help="the training script (or module with -m)")
+    add("args", nargs=argparse.REMAINDER, help="arguments for the script")
+    return parser
+
+
+def parse_spec(argv: Sequence[str]) -> tuple[LaunchSpec, argparse.Namespace]:
+    """Turn the command line into a LaunchSpec, or raise UsageError."""
+    options = build_parser().parse_args(argv)
+    if options.demo and options.script is None:
+        options.script = DEMO_SCRIPT
+        if "--nproc-per-node" not in argv and "--nproc_per_node" not in argv:
+            options.nproc_per_node = 4
+    if options.script is None:
+        raise UsageError("no script given (usage: ddptui [options] SCRIPT [ARGS...])")
+    if options.nproc_per_node < 1:
+        raise UsageError(f"--nproc-per-node must be at least 1, not {options.nproc_per_node}")
+    if options.nnodes not in ("1", "1:1") or options.node_rank != 0:
+        raise UsageError("only single-node jobs are supported (--nnodes 1)")
+    if options.stall_timeout <= 0:
+        raise UsageError("--stall-timeout must be positive")
+    if options.master_port is not None and not 0 < options.master_port < 65536:
+        raise UsageError(f"--master-port {options.master_port} is not a port number")
+    if not options.module:
+        check_script(options.script)
+    spec = LaunchSpec(
+        target=options.script,
+        args=tuple(options.args),
+        module=options.module,
+        nproc=options.nproc_per_node,
+        master_addr=options.master_addr,
+        master_port=options.master_port,
+        stall_timeout=options.stall_timeout,
+        log_dir=options.log_dir,
+    )
+    return spec, options
+
+
+def check_script(path: str) -> None:
+    """Fail early, in one line, on a script that does not exist or does not compile."""
+    if os.path.isdir(path):
+        if not os.path.isfile(os.path.join(path, "__main__.py")):
+            raise UsageError(f"{path} is a directory without __main__.py")
+        return
+    try:
+        with open(path, "rb") as script:
+            source = script.read()
+    except FileNotFoundError:
+        raise UsageError(f"no such script: {path}") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        compile(source, path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:
+        where = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.lineno else ""
+        raise UsageError(f"cannot run {path}: {type(exc).__name__}: {exc.args[0] if exc.args else exc}{where}") from None
+
+
+async def run_batch(spec: LaunchSpec, source: str) -> int:
+    """Start the job and replay a batch file against it."""
+    lines = batch.stdin_lines() if source == "-" else batch.file_lines(source)
+    session = Session(spec)
+    try:
+        await session.start()
+        return await batch.run(session, lines)
+    finally:
+        await session.close()
+
+
+async def guarded(main: asyncio.Future[int] | asyncio.Task[int]) -> int:
+    """Await the main task; SIGINT/SIGTERM/SIGHUP cancel it so teardown still runs."""
+    loop = asyncio.get_running_loop()
+    caught: list[int] = []
+
+    def stop(sig: int) -> None:
+        caught.append(sig)
+        main.cancel()
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(sig, stop, sig)
+    try:
+        return await main
+    except asyncio.CancelledError:
+        return 128 + (caught[0] if caught else signal.SIGINT)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `ddptui` command."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        spec, options = parse_spec(argv)
+        if options.batch is not None and options.batch != "-" and not os.path.isfile(options.batch):
+            raise UsageError(f"no such batch file: {options.batch}")
+    except UsageError as exc:
+        print(f"ddptui: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        if options.batch is not None:
+            return asyncio.run(_guarded_batch(spec, options.batch))
+        from ddptui.ui.app import run_app
+
+        return run_app(spec)
+    except LaunchError as exc:
+        print(f"ddptui: error: {exc}", file=sys.stderr)
+        return 2
+
+
+async def _guarded_batch(spec: LaunchSpec, source: str) -> int:
+    """run_batch under the signal guard."""
+    return await guarded(asyncio.ensure_future(run_batch(spec, source)))

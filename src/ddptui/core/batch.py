@@ -1,0 +1,150 @@
+"""`--batch`: the headless front end. Replays commands in lockstep and prints rank-tagged output."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+from collections.abc import AsyncIterator
+from typing import TextIO
+
+from ddptui.core.session import Broadcast, Session
+from ddptui.core.state import RankState
+from ddptui.core.targets import TargetError
+from ddptui.core.text import terminal_lines
+
+HELP = ":ranks [0,2-3|all] set the default targets · :state show every rank · :quit end the job"
+
+
+async def stdin_lines() -> AsyncIterator[str]:
+    """Lines of standard input, read on a daemon thread so a blocked read never holds up exit."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[str | None] = asyncio.Queue()
+
+    def reader() -> None:
+        for line in sys.stdin:
+            loop.call_soon_threadsafe(queue.put_nowait, line)
+        loop.call_soon_threadsafe(queue.put_nowait, None)
+
+    threading.Thread(target=reader, daemon=True, name="ddptui-stdin").start()
+    while (line := await queue.get()) is not None:
+        yield line
+
+
+async def file_lines(path: str) -> AsyncIterator[str]:
+    """Lines of a batch file."""
+    with open(path, encoding="utf-8") as lines:
+        for line in lines:
+            yield line
+
+
+class Transcript:
+    """Prints each rank's new terminal lines, tagged `[rank N] `, without echoes and prompts."""
+
+    def __init__(self, session: Session, out: TextIO) -> None:
+        self.session = session
+        self.out = out
+        self._printed = [0] * len(session.ranks)
+
+    def flush(self, echo: dict[int, str] | None = None) -> None:
+        """Print what every rank printed since the last flush, in rank order."""
+        for rank in self.session.ranks:
+            data = rank.output.since(self._printed[rank.index])
+            self._printed[rank.index] = rank.output.end
+            lines = terminal_lines(data)
+            command = (echo or {}).get(rank.index)
+            if command is not None and lines and lines[0].strip() == command:
+                lines = lines[1:]
+            prompt = rank.prompt.decode().rstrip()
+            if lines and lines[-1].rstrip() == prompt:
+                lines = lines[:-1]
+            for line in lines:
+                print(f"[rank {rank.index}] {line}", file=self.out)
+        self.out.flush()
+
+    def note(self, text: str) -> None:
+        """Print a line from ddptui itself."""
+        print(f"ddptui: {text}", file=self.out, flush=True)
+
+
+def exit_status(states: list[RankState]) -> int:
+    """0 when every rank exited 0; else the first failing rank's status (128+N for signal N)."""
+    for state in states:
+        code = state.exit_code
+        if state.ended_by_ddptui:
+            return 1
+        if code:
+            return 128 - code if code < 0 else code
+    return 0
+
+
+async def run(session: Session, lines: AsyncIterator[str], out: TextIO = sys.stdout) -> int:
+    """Run a batch script against a started session; returns the exit status."""
+    transcript = Transcript(session, out)
+    await session.wait_settled()
+    transcript.flush()
+    report_early_deaths(session)
+    async for raw in lines:
+        line = raw.rstrip("\r\n")
+        try:
+            parsed = session.parse(line)
+        except TargetError as exc:
+            transcript.note(str(exc))
+            continue
+        if parsed.kind == "empty":
+            continue
+        print(f"(ddptui) {line.strip()}", file=out)
+        if parsed.kind == "ddptui":
+            if not await command(session, parsed.text, transcript):
+                break
+            continue
+        await session.wait_settled(range(len(session.ranks)))
+        if not session.live(parsed.targets):
+            transcript.note("no live rank to send it to")
+            continue
+        show(await session.broadcast(parsed.text, parsed.targets), transcript)
+    await session.wait_settled(range(len(session.ranks)))
+    transcript.flush()
+    await session.close()
+    for rank in session.ranks:
+        print(f"rank {rank.index}: {rank.state.describe()}", file=out)
+    out.flush()
+    return exit_status([rank.state for rank in session.ranks])
+
+
+def show(result: Broadcast, transcript: Transcript) -> None:
+    """Print the answers of one broadcast, then the ranks it could not reach."""
+    transcript.flush({reply.rank: result.command for reply in result.replies})
+    for index, state in result.skipped.items():
+        transcript.note(f"rank {index} is not at a prompt ({state}): not sent")
+    for reply in result.replies:
+        if reply.state.phase.value == "waiting":
+            transcript.note(f"rank {reply.rank} {reply.state.describe()}")
+
+
+async def command(session: Session, text: str, transcript: Transcript) -> bool:
+    """Run a `:` command; False means stop reading the batch."""
+    name, _, arg = text.partition(" ")
+    if name in ("ranks", "r"):
+        try:
+            transcript.note(session.set_targets(arg))
+        except TargetError as exc:
+            transcript.note(str(exc))
+    elif name in ("state", "status"):
+        for rank in session.ranks:
+            transcript.note(f"rank {rank.index}: {rank.state.describe()}")
+    elif name in ("quit", "q"):
+        return False
+    else:
+        transcript.note(f"unknown command :{name} ({HELP})")
+    return True
+
+
+def report_early_deaths(session: Session) -> None:
+    """One stderr line per rank that died before ever reaching a prompt."""
+    for rank in session.ranks:
+        state = rank.state
+        if not state.alive and rank.paused_count == 0 and state.exit_code != 0:
+            last = next((ln for ln in reversed(terminal_lines(rank.output.tail(4096))) if ln.strip()), "")
+            why = f": {last.strip()}" if last else ""
+            print(f"ddptui: rank {rank.index} {state.describe()} before its first prompt{why}", file=sys.stderr)

@@ -1,0 +1,113 @@
+"""Start ranks the way torchrun would, each in a pseudo-terminal of its own."""
+
+from __future__ import annotations
+
+import os
+import site
+import socket
+import sys
+import uuid
+from dataclasses import dataclass, field
+
+from ptyprocess import PtyProcess
+
+from ddptui.rank.channel import RANK_ENV, SOCKET_ENV, STATE_DIR_ENV
+
+_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class LaunchError(Exception):
+    """A job that cannot be started; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """What to run and how, in torchrun's terms."""
+
+    target: str
+    args: tuple[str, ...] = ()
+    module: bool = False
+    nproc: int = 2
+    master_addr: str = "127.0.0.1"
+    master_port: int | None = None
+    stall_timeout: float = 10.0
+    log_dir: str | None = None
+    cwd: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    columns: int = 80
+    lines: int = 24
+
+    def argv(self) -> list[str]:
+        """The command line of one rank process."""
+        target = ["-m", self.target] if self.module else [self.target]
+        return [sys.executable, "-m", "ddptui.rank", *target, *self.args]
+
+
+def free_port(addr: str) -> int:
+    """A TCP port that is free on `addr` right now (torchrun picks its port the same way)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((addr, 0))
+        return int(sock.getsockname()[1])
+
+
+def check_port(addr: str, port: int) -> None:
+    """Raise LaunchError when `port` is taken on `addr` (rank 0's store could not listen)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((addr, port))
+        except OSError as exc:
+            raise LaunchError(f"--master-port {port} is busy on {addr}: {exc.strerror}") from None
+
+
+def python_path(existing: str | None) -> str | None:
+    """PYTHONPATH that lets rank processes import ddptui when it runs from a source tree."""
+    installed = _PACKAGE_PARENT in site.getsitepackages() + [site.getusersitepackages()]
+    if installed:
+        return existing
+    return os.pathsep.join(filter(None, [_PACKAGE_PARENT, existing]))
+
+
+def rank_env(spec: LaunchSpec, rank: int, port: int, run_id: str, channel: str, state_dir: str) -> dict[str, str]:
+    """The environment torchrun gives a worker, plus ddptui's side-channel variables."""
+    env = dict(os.environ)
+    env.update(spec.env)
+    env.update(
+        RANK=str(rank),
+        LOCAL_RANK=str(rank),
+        GROUP_RANK="0",
+        ROLE_RANK=str(rank),
+        ROLE_NAME="default",
+        WORLD_SIZE=str(spec.nproc),
+        LOCAL_WORLD_SIZE=str(spec.nproc),
+        ROLE_WORLD_SIZE=str(spec.nproc),
+        MASTER_ADDR=spec.master_addr,
+        MASTER_PORT=str(port),
+        TORCHELASTIC_RUN_ID=run_id,
+        TORCHELASTIC_RESTART_COUNT="0",
+        TORCHELASTIC_MAX_RESTARTS="0",
+        TERM="xterm-256color",
+    )
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env[SOCKET_ENV], env[STATE_DIR_ENV], env[RANK_ENV] = channel, state_dir, str(rank)
+    pythonpath = python_path(env.get("PYTHONPATH"))
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    return env
+
+
+def new_run_id() -> str:
+    """A run id like torchrun's default."""
+    return uuid.uuid4().hex[:12]
+
+
+def spawn(spec: LaunchSpec, env: dict[str, str]) -> PtyProcess:
+    """Start one rank in a new pty and session; must run on a long-lived thread."""
+    try:
+        proc = PtyProcess.spawn(
+            spec.argv(), cwd=spec.cwd, env=env, dimensions=(spec.lines, spec.columns)
+        )
+    except (OSError, FileNotFoundError) as exc:
+        raise LaunchError(f"cannot start {sys.executable}: {exc}") from None
+    os.set_blocking(proc.fd, False)
+    return proc

@@ -1,0 +1,158 @@
+"""`Rank`: one rank process, its pty, its output and its state."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+
+import psutil
+from ptyprocess import PtyProcess
+
+from ddptui.core.output import OutputLog
+from ddptui.core.stacks import is_library
+from ddptui.core.state import Crash, Location, Phase, RankState
+
+_TRAILING_ESCAPES = re.compile(rb"(?:\x1b\[[0-?]*[ -/]*[@-~]|\x1b[=>])*\Z")
+PROMPT_GRACE = 1.0
+"""Seconds to wait for the prompt's text after the side channel said `paused`."""
+
+
+def crash_site(frames: object) -> Location | None:
+    """Where to say a rank crashed: the innermost frame of the user's code (else the innermost)."""
+    if not isinstance(frames, list) or not frames:
+        return None
+    sites = [Location(str(f[0]), int(f[1]), str(f[2])) for f in frames if isinstance(f, list) and len(f) == 3]
+    user = [site for site in sites if not is_library(site.file)]
+    return (user or sites or [None])[-1]
+
+
+class Rank:
+    """A rank: the process in its pty, the bytes it printed, and what its debugger is doing."""
+
+    def __init__(self, index: int, proc: PtyProcess, on_change: Callable[[Rank], None]) -> None:
+        self.index = index
+        self.proc = proc
+        self.pid: int = proc.pid
+        self.fd: int = proc.fd
+        self.output = OutputLog()
+        self.state = RankState()
+        self.prompt = f"(Pdb r{index}) ".encode()
+        self.paused_count = 0
+        """How many `paused` events arrived: a broadcast waits for this to grow."""
+        self.phase_since = time.monotonic()
+        self.paused_at = 0.0
+        self.closed = False
+        self.hello = False
+        """True once the rank's bootstrap ran (faulthandler is registered from then on)."""
+        self._on_change = on_change
+        self._pending = bytearray()
+
+    def __repr__(self) -> str:
+        """`<Rank 0 paused at train.py:12>`."""
+        return f"<Rank {self.index} {self.state.describe()}>"
+
+    def set_state(self, state: RankState) -> None:
+        """Replace the state and tell the session."""
+        if state.phase is not self.state.phase:
+            self.phase_since = time.monotonic()
+        self.state = state
+        self._on_change(self)
+
+    # -- side-channel events --------------------------------------------------------------
+    def on_event(self, event: dict[str, object]) -> None:
+        """Apply one side-channel event to the state."""
+        kind = event.get("ev")
+        if kind in ("hello", "running"):
+            if self.state.alive:
+                self.set_state(self.state.evolve(phase=Phase.RUNNING, waiting_in=None))
+        elif kind == "paused":
+            self.paused_count += 1
+            self.paused_at = time.monotonic()
+            where = Location(str(event["file"]), int(event["line"]), str(event["func"]))  # type: ignore[call-overload]
+            self.set_state(
+                self.state.evolve(
+                    phase=Phase.PAUSED,
+                    location=where,
+                    waiting_in=None,
+                    post_mortem=bool(event.get("post_mortem")),
+                )
+            )
+        elif kind == "exception":
+            crash = Crash(str(event.get("type")), str(event.get("message", "")), crash_site(event.get("frames")))
+            self.set_state(self.state.evolve(crash=crash, location=crash.where or self.state.location))
+
+    def on_exit(self, status: int) -> None:
+        """Record the exit status (negative: killed by that signal).
+
+        A rank ddptui ended keeps the phase it was in, which is what the user needs to know.
+        """
+        phase = Phase.CRASHED if self.state.crash else Phase.EXITED
+        if self.state.ended_by_ddptui:
+            phase = self.state.phase
+        self.set_state(self.state.evolve(phase=phase, exit_code=status, post_mortem=False))
+
+    def cpu_seconds(self) -> float:
+        """CPU time used so far by the rank and its children (0.0 once it is gone)."""
+        try:
+            process = psutil.Process(self.pid)
+            times = [process.cpu_times(), *(c.cpu_times() for c in process.children(recursive=True))]
+        except psutil.Error:
+            return 0.0
+        return sum(t.user + t.system for t in times)
+
+    # -- the terminal ---------------------------------------------------------------------
+    def prompt_shown(self) -> bool:
+        """True when the terminal's last text is this rank's prompt (the command's output is all in)."""
+        tail = self.output.tail(256)
+        tail = tail[: _TRAILING_ESCAPES.search(tail).start()]  # type: ignore[union-attr]
+        return tail.endswith(self.prompt)
+
+    def settled(self, now: float) -> bool:
+        """Paused with its prompt on screen (or the prompt is overdue), waiting, or gone."""
+        if self.state.phase is Phase.PAUSED:
+            return self.prompt_shown() or now - self.paused_at > PROMPT_GRACE
+        return self.state.phase is Phase.WAITING or not self.state.alive
+
+    def write(self, data: bytes) -> None:
+        """Queue bytes for the rank's terminal; they are written as the pty accepts them."""
+        if self.closed:
+            return
+        self._pending += data
+        self.flush()
+
+    def flush(self) -> bool:
+        """Write what the pty takes now; True when bytes remain queued."""
+        while self._pending and not self.closed:
+            try:
+                written = os.write(self.fd, self._pending)
+            except BlockingIOError:
+                return True
+            except OSError:
+                self._pending.clear()
+                return False
+            del self._pending[:written]
+        return False
+
+    def read(self) -> bytes:
+        """Read what the pty has; b'' when the terminal is closed (EIO) or drained."""
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except BlockingIOError:
+                break
+            except OSError:
+                self.closed = True
+                break
+            if not chunk:
+                self.closed = True
+                break
+            chunks.append(chunk)
+            if len(chunks) >= 16:
+                break
+        data = b"".join(chunks)
+        if data:
+            self.output.append(data)
+        return data

@@ -1,0 +1,72 @@
+"""Which ranks a line is for: `@0,2-3 p x` targets a subset, `:ranks 0,2-3` sets the default."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class TargetError(ValueError):
+    """A rank list that does not parse or names ranks that do not exist."""
+
+
+def parse_ranks(text: str, world_size: int) -> frozenset[int]:
+    """Parse `0,2-3` or `all` into a set of ranks below `world_size`."""
+    text = text.strip()
+    if text in ("all", "*"):
+        return frozenset(range(world_size))
+    ranks: set[int] = set()
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        low, sep, high = part.partition("-")
+        try:
+            first, last = int(low), int(high if sep else low)
+        except ValueError:
+            raise TargetError(f"not a rank list: {text!r} (use e.g. 0,2-3 or all)") from None
+        if first > last or first < 0 or last >= world_size:
+            raise TargetError(f"no such ranks: {part} (ranks are 0-{world_size - 1})")
+        ranks.update(range(first, last + 1))
+    if not ranks:
+        raise TargetError(f"not a rank list: {text!r} (use e.g. 0,2-3 or all)")
+    return frozenset(ranks)
+
+
+def format_ranks(ranks: frozenset[int] | set[int]) -> str:
+    """Format ranks compactly: {0, 1, 2, 5} -> `0-2,5`."""
+    ordered = sorted(ranks)
+    parts: list[str] = []
+    start = prev = None
+    for rank in [*ordered, None]:
+        if rank is not None and prev is not None and rank == prev + 1:
+            prev = rank
+            continue
+        if start is not None:
+            parts.append(str(start) if start == prev else f"{start}-{prev}")
+        start = prev = rank
+    return ",".join(parts)
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of user input, classified."""
+
+    kind: str
+    """`pdb` (a debugger command), `ddptui` (a `:` command) or `empty`."""
+    text: str
+    """The command without its `@ranks` prefix or `:`."""
+    targets: frozenset[int] | None = None
+    """Ranks named by an `@` prefix; None means the session's default."""
+
+
+def parse_line(line: str, world_size: int) -> Line:
+    """Classify a line typed into the command line or read from a batch file."""
+    stripped = line.strip()
+    if not stripped:
+        return Line("empty", "")
+    if stripped.startswith(":"):
+        return Line("ddptui", stripped[1:].strip())
+    if stripped.startswith("@"):
+        spec, _, command = stripped[1:].partition(" ")
+        command = command.strip()
+        if not command:
+            raise TargetError(f"no command after @{spec}")
+        return Line("pdb", command, parse_ranks(spec, world_size))
+    return Line("pdb", stripped)

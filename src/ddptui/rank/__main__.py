@@ -1,0 +1,88 @@
+"""`python -m ddptui.rank [-m MODULE | SCRIPT] [ARGS...]`: run the user's code as one rank.
+
+Installs `RankPdb` for every breakpoint flavour, registers faulthandler on SIGUSR1, runs the
+script with runpy, and turns an uncaught exception into a traceback plus a post-mortem prompt.
+"""
+
+from __future__ import annotations
+
+import bdb
+import faulthandler
+import os
+import runpy
+import signal
+import sys
+import traceback
+from typing import IO, Any
+
+from ddptui.rank import debugger
+from ddptui.rank.channel import STATE_DIR_ENV, channel
+
+
+def stack_dump_file(rank: int) -> IO[Any]:
+    """The file SIGUSR1 dumps every thread's stack into (the core reads it to say where a rank waits)."""
+    state_dir = os.environ.get(STATE_DIR_ENV)
+    if not state_dir:
+        return sys.stderr
+    return open(os.path.join(state_dir, f"stack-{rank}.txt"), "a")  # noqa: SIM115 (kept open; append: the core truncates it)
+
+
+def exit_code(code: Any) -> int:
+    """The process status `SystemExit(code)` stands for."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def report_crash(exc: BaseException) -> None:
+    """Print the user's traceback without launcher frames, tell the core, then open post-mortem."""
+    tb = debugger.trim_traceback(exc.__traceback__)
+    traceback.print_exception(type(exc), exc, tb)
+    sys.stderr.flush()
+    frames = [[f.filename, f.lineno, f.name] for f in traceback.extract_tb(tb)]
+    channel.send("exception", type=type(exc).__name__, message=str(exc), frames=frames)
+    if tb is not None:
+        debugger.post_mortem(tb)
+
+
+def run(argv: list[str]) -> int:
+    """Run the user's script or module; return the process's exit status."""
+    if not argv or argv[0] == "-m" and len(argv) < 2:
+        print("usage: python -m ddptui.rank [-m MODULE | SCRIPT] [ARGS...]", file=sys.stderr)
+        return 2
+    rank = debugger.rank_number()
+    debugger.install()
+    faulthandler.register(signal.SIGUSR1, file=stack_dump_file(rank), all_threads=True)
+    channel.send("hello", rank=rank)
+    try:
+        if argv[0] == "-m":
+            sys.argv = [argv[1], *argv[2:]]
+            runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+        else:
+            sys.argv = list(argv)
+            sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))
+            runpy.run_path(argv[0], run_name="__main__")
+    except SystemExit as exc:
+        return exit_code(exc.code)
+    except bdb.BdbQuit:
+        print(f"ddptui: rank {rank} quit the debugger", file=sys.stderr)
+        return 1
+    except BaseException as exc:  # noqa: BLE001 (any uncaught error gets a post-mortem)
+        report_crash(exc)
+        return 1
+    return 0
+
+
+def main() -> None:
+    """Entry point: run, report `exited`, and exit with the script's status."""
+    code = run(sys.argv[1:])
+    channel.send("exited", code=code)
+    sys.stdout.flush()
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

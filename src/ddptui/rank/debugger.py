@@ -1,0 +1,151 @@
+"""`RankPdb`: pdb that names its rank in the prompt and reports its state over the side channel."""
+
+from __future__ import annotations
+
+import os
+import pdb
+import sys
+import types
+from typing import Any
+
+from ddptui.rank.channel import RANK_ENV, channel
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+HIDDEN_MODULES = ["runpy", "ddptui.rank", "ddptui.rank.*"]
+"""Module globs pdb never stops in: the launcher's frames are not the user's code."""
+
+_ORIGINAL_PDB = pdb.Pdb
+
+
+def rank_number() -> int:
+    """The global rank of this process, as ddptui (or torchrun) set it."""
+    value = os.environ.get(RANK_ENV) or os.environ.get("RANK") or "0"
+    return int(value) if value.isdigit() else 0
+
+
+def is_hidden(frame: types.FrameType) -> bool:
+    """True for frames of runpy and of ddptui's rank bootstrap, which `where` should not show."""
+    filename = frame.f_code.co_filename
+    return filename.startswith(("<frozen runpy", _PACKAGE_DIR)) or os.path.basename(
+        filename
+    ) == "runpy.py"
+
+
+def trim_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """Drop the leading runpy/ddptui entries of a traceback; None when no user frame is left."""
+    while tb is not None and is_hidden(tb.tb_frame):
+        tb = tb.tb_next
+    return tb
+
+
+def location(frame: types.FrameType | None) -> dict[str, Any]:
+    """The file, line and function of a frame, as sent in `paused` events."""
+    if frame is None:
+        return {}
+    code = frame.f_code
+    return {"file": code.co_filename, "line": frame.f_lineno, "func": code.co_name}
+
+
+class RankPdb(_ORIGINAL_PDB):
+    """pdb with a per-rank prompt, hidden launcher frames and side-channel state events."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """Create the debugger; the prompt must be set per instance (pdb's __init__ overwrites it)."""
+        kwargs.setdefault("skip", HIDDEN_MODULES)
+        super().__init__(*args, **kwargs)
+        self.prompt = f"(Pdb r{rank_number()}) "
+        self.post_mortem = False
+
+    def set_trace(self, frame: types.FrameType | None = None) -> None:
+        """Stop in the caller; `torch.distributed.breakpoint()` stops at its caller, not in torch."""
+        if frame is None:
+            frame = sys._getframe().f_back
+        while frame is not None and frame.f_globals.get("__name__") == "torch.distributed":
+            frame = frame.f_back
+        super().set_trace(frame)
+
+    def setup(self, f: types.FrameType | None, tb: types.TracebackType | None) -> None:
+        """Set up the stack, then hide ddptui's and runpy's outermost frames from `where`."""
+        super().setup(f, tb)
+        hidden = 0
+        while hidden < len(self.stack) - 1 and is_hidden(self.stack[hidden][0]):
+            hidden += 1
+        if hidden:
+            self.stack = self.stack[hidden:]
+            self.curindex = max(self.curindex - hidden, 0)
+            self.curframe = self.stack[self.curindex][0]
+            self.curframe_locals = self.curframe.f_locals
+
+    def interaction(self, frame: Any, traceback: Any) -> None:
+        """Enter the prompt; a traceback without a frame means post-mortem."""
+        self.post_mortem = frame is None and traceback is not None
+        super().interaction(frame, traceback)
+
+    def preloop(self) -> None:
+        """Report `paused` when the prompt opens."""
+        self._report_paused()
+
+    def postcmd(self, stop: Any, line: str) -> Any:
+        """Report `paused` again after a command that leaves the prompt open (p, w, l, ...)."""
+        stop = super().postcmd(stop, line)
+        if not stop:
+            self._report_paused()
+        return stop
+
+    def postloop(self) -> None:
+        """Report `running` when a command resumes the program (n, s, c, ...)."""
+        channel.send("running", cmd=self.lastcmd)
+
+    def _report_paused(self) -> None:
+        """Send where this rank's prompt is open."""
+        channel.send("paused", post_mortem=self.post_mortem, **location(self.curframe))
+
+
+def breakpointhook(*args: Any, **kwargs: Any) -> None:
+    """`sys.breakpointhook`: `breakpoint()` opens a `RankPdb` (PYTHONBREAKPOINT=0 still disables)."""
+    if os.environ.get("PYTHONBREAKPOINT") == "0":
+        return
+    RankPdb().set_trace(sys._getframe().f_back)
+
+
+class _IpdbPatcher:
+    """A meta-path finder that points `ipdb.set_trace` & co. at pdb once the user imports ipdb.
+
+    IPython's prompt is not pdb's: one debugger everywhere keeps the side channel truthful.
+    """
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        """Find ipdb through the rest of sys.meta_path and wrap its loader."""
+        if name != "ipdb":
+            return None
+        import importlib.util
+
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None:
+            exec_module = spec.loader.exec_module
+
+            def exec_and_patch(module: types.ModuleType) -> None:
+                exec_module(module)
+                module.set_trace = lambda frame=None, **_: RankPdb().set_trace(  # type: ignore[attr-defined]
+                    frame or sys._getframe().f_back
+                )
+                module.post_mortem = lambda tb=None: pdb.post_mortem(tb)  # type: ignore[attr-defined]
+                module.pm = pdb.pm  # type: ignore[attr-defined]
+
+            spec.loader.exec_module = exec_and_patch  # type: ignore[method-assign]
+        return spec
+
+
+def install() -> None:
+    """Route every way of opening a debugger in this process to `RankPdb`."""
+    pdb.Pdb = RankPdb  # type: ignore[misc]
+    sys.breakpointhook = breakpointhook
+    sys.meta_path.insert(0, _IpdbPatcher())
+
+
+def post_mortem(tb: types.TracebackType) -> None:
+    """Open a post-mortem prompt at the frame that raised."""
+    debugger = RankPdb()
+    debugger.reset()
+    debugger.interaction(None, tb)
