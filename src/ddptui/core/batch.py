@@ -116,7 +116,7 @@ def show(result: Broadcast, transcript: Transcript) -> None:
     """Print the answers of one broadcast, then the ranks it could not reach."""
     transcript.flush({reply.rank: result.command for reply in result.replies})
     for index, state in result.skipped.items():
-        transcript.note(f"rank {index} is not at a prompt ({state}): not sent")
+        transcript.note(f"{result.command} not sent to rank {index}, not at a prompt ({state})")
     for reply in result.replies:
         if reply.state.phase.value == "waiting":
             transcript.note(f"rank {reply.rank} {reply.state.describe()}")
@@ -144,7 +144,11 @@ def report_early_deaths(session: Session) -> None:
     """One stderr line per rank that died before ever reaching a prompt."""
     for rank in session.ranks:
         state = rank.state
-        if not state.alive and rank.paused_count == 0 and state.exit_code != 0:
-            last = next((ln for ln in reversed(terminal_lines(rank.output.tail(4096))) if ln.strip()), "")
-            why = f": {last.strip()}" if last else ""
-            print(f"ddptui: rank {rank.index} {state.describe()} before its first prompt{why}", file=sys.stderr)
+        if state.alive or rank.paused_count or state.exit_code == 0:
+            continue
+        if state.crash is not None:
+            why = f"crashed before its first prompt: {state.crash}"
+        else:
+            lines = [ln.strip() for ln in terminal_lines(rank.output.tail(4096)) if ln.strip()]
+            why = f"{state.describe()} before its first prompt" + (f": {lines[-1]}" if lines else "")
+        print(f"ddptui: rank {rank.index} {why}", file=sys.stderr)

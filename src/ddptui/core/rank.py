@@ -45,6 +45,8 @@ class Rank:
         self.paused_at = 0.0
         self.closed = False
         self.hello = False
+        self.input_mark = 0
+        """Output offset when input was last sent: a prompt before it is an old one."""
         """True once the rank's bootstrap ran (faulthandler is registered from then on)."""
         self._on_change = on_change
         self._pending = bytearray()
@@ -104,8 +106,12 @@ class Rank:
 
     # -- the terminal ---------------------------------------------------------------------
     def prompt_shown(self) -> bool:
-        """True when the terminal's last text is this rank's prompt (the command's output is all in)."""
-        tail = self.output.tail(256)
+        """True when the terminal's last text is this rank's prompt, printed after the last input.
+
+        The side channel says `paused` before the pty's bytes are necessarily read: the prompt
+        on screen is what says the command's output is all in.
+        """
+        tail = self.output.since(max(self.input_mark, self.output.end - 256))
         tail = tail[: _TRAILING_ESCAPES.search(tail).start()]  # type: ignore[union-attr]
         return tail.endswith(self.prompt)
 
@@ -120,6 +126,7 @@ class Rank:
         if self.closed:
             return
         self._pending += data
+        self.input_mark = self.output.end
         self.flush()
 
     def flush(self) -> bool:

@@ -57,12 +57,27 @@ class RankPdb(_ORIGINAL_PDB):
         self.post_mortem = False
 
     def set_trace(self, frame: types.FrameType | None = None) -> None:
-        """Stop in the caller; `torch.distributed.breakpoint()` stops at its caller, not in torch."""
+        """Stop in the caller.
+
+        `torch.distributed.breakpoint()` calls this from inside torch, before the barrier that
+        holds the other ranks: open the prompt right now at the user's line, so the user is
+        not dropped into torch and the others stay held until this rank moves on.
+        """
         if frame is None:
             frame = sys._getframe().f_back
-        while frame is not None and frame.f_globals.get("__name__") == "torch.distributed":
+        if frame is None or frame.f_globals.get("__name__") != "torch.distributed":
+            super().set_trace(frame)
+            return
+        while frame.f_back is not None and frame.f_globals.get("__name__") == "torch.distributed":
             frame = frame.f_back
-        super().set_trace(frame)
+        self.reset()
+        outer: types.FrameType | None = frame
+        while outer is not None:
+            outer.f_trace = self.trace_dispatch
+            self.botframe, outer = outer, outer.f_back
+        self._set_stopinfo(self.botframe, None, -1)  # no stop until the user's command says where
+        sys.settrace(self.trace_dispatch)
+        self.interaction(frame, None)
 
     def setup(self, f: types.FrameType | None, tb: types.TracebackType | None) -> None:
         """Set up the stack, then hide ddptui's and runpy's outermost frames from `where`."""

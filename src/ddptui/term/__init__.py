@@ -1,0 +1,1 @@
+"""Terminal emulation for rank panes: pyte glue and key encoding, with no UI import."""

@@ -1,0 +1,330 @@
+"""A display-only terminal pane for one rank, drawn on the Line API from a `TermScreen`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from time import monotonic
+from typing import ClassVar
+
+from rich.cells import cell_len
+from rich.color import Color, ColorParseError
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.strip import Strip
+from textual.widget import Widget
+
+from ddptui.term.keys import key_to_bytes
+from ddptui.term.screen import Attr, Run, TermScreen
+
+_PYTE_COLOURS = {
+    "black": "black",
+    "red": "red",
+    "green": "green",
+    "brown": "yellow",
+    "blue": "blue",
+    "magenta": "magenta",
+    "cyan": "cyan",
+    "white": "white",
+    "brightblack": "bright_black",
+    "brightred": "bright_red",
+    "brightgreen": "bright_green",
+    "brightbrown": "bright_yellow",
+    "brightblue": "bright_blue",
+    "brightmagenta": "bright_magenta",
+    "bfightmagenta": "bright_magenta",  # pyte 0.8.2's name for `CSI 105 m`
+    "brightcyan": "bright_cyan",
+    "brightwhite": "bright_white",
+}
+"""pyte's colour names (yellow is "brown") to rich's."""
+
+
+def pyte_colour(name: str) -> Color | None:
+    """A rich colour for a pyte colour name or "rrggbb"; None for "default" or garbage."""
+    if name in _PYTE_COLOURS:
+        return Color.parse(_PYTE_COLOURS[name])
+    if len(name) == 6:
+        try:
+            return Color.parse("#" + name)
+        except ColorParseError:
+            return None
+    return None
+
+
+def attr_style(attr: Attr) -> Style:
+    """The rich style of an `Attr`; default colours stay unset so the widget's colours show."""
+    return Style(
+        color=pyte_colour(attr.fg),
+        bgcolor=pyte_colour(attr.bg),
+        bold=attr.bold or None,
+        italic=attr.italics or None,
+        underline=attr.underscore or None,
+        strike=attr.strikethrough or None,
+        reverse=attr.reverse or None,
+        blink=attr.blink or None,
+    )
+
+
+def _reverse_cell(strip: Strip) -> Strip:
+    """The strip with reverse video toggled: how the cursor is drawn."""
+    return Strip(
+        Segment(text, (style or Style()) + Style(reverse=not (style and style.reverse)))
+        for text, style, _ in strip
+    )
+
+
+class RankPane(Widget, can_focus=True):
+    """One rank's terminal: draws what the rank printed and posts what is typed into it.
+
+    It owns no process. Bytes come in through `feed` and are emulated on a timer within a time
+    budget per frame, so a flood never blocks the event loop; keys and pastes go out as
+    `RankPane.Input`, a new size as `RankPane.Resized`, for the app to write to the rank's pty.
+    Every key is typed into the rank except `PASSTHROUGH_KEYS` (left to the app's bindings) and
+    shift+pageup/pagedown, which scroll back like the mouse wheel.
+    """
+
+    PASSTHROUGH_KEYS: ClassVar[frozenset[str]] = frozenset(
+        {f"f{n}" for n in range(1, 13)} | {"ctrl+q", "ctrl+o"}
+    )
+    """Keys not typed into the rank, so the app's bindings (leave the pane, quit) still work."""
+
+    FRAME_INTERVAL: ClassVar[float] = 1 / 30
+    """Seconds between emulation frames."""
+
+    FRAME_BUDGET: ClassVar[float] = 0.008
+    """Seconds of emulation a pane may spend per frame; the rest waits for the next one."""
+
+    STEP: ClassVar[int] = 4096
+    """Bytes emulated between two checks of the frame budget."""
+
+    WHEEL_LINES: ClassVar[int] = 3
+    """Lines scrolled per mouse-wheel notch."""
+
+    @dataclass
+    class Input(Message):
+        """Bytes typed or pasted into a rank's pane, to write to that rank's pty."""
+
+        rank: int
+        """The rank typed into."""
+        data: bytes
+        """What an xterm would have sent."""
+        pane: RankPane | None = field(default=None, repr=False)
+        """The pane typed into."""
+
+        @property
+        def control(self) -> RankPane | None:
+            """The pane typed into (alias of `pane`)."""
+            return self.pane
+
+    @dataclass
+    class Reply(Message):
+        """The terminal's answer to a query of the rank (cursor position, device attributes).
+
+        Write it to that rank's pty only: unlike `Input`, it must never be mirrored to others.
+        """
+
+        rank: int
+        """The rank that asked."""
+        data: bytes
+        """The answer."""
+        pane: RankPane | None = field(default=None, repr=False)
+        """The pane that answered."""
+
+        @property
+        def control(self) -> RankPane | None:
+            """The pane that answered (alias of `pane`)."""
+            return self.pane
+
+    @dataclass
+    class Resized(Message):
+        """A pane's text area changed size: set the rank's pty to it (TIOCSWINSZ)."""
+
+        rank: int
+        """The rank whose pane changed."""
+        columns: int
+        """The new width in cells."""
+        lines: int
+        """The new height in lines."""
+        pane: RankPane | None = field(default=None, repr=False)
+        """The pane that changed."""
+
+        @property
+        def control(self) -> RankPane | None:
+            """The pane that changed (alias of `pane`)."""
+            return self.pane
+
+        def can_replace(self, message: Message) -> bool:
+            """A newer size of the same pane supersedes an older one still queued."""
+            return isinstance(message, RankPane.Resized) and message.pane is self.pane
+
+    def __init__(
+        self,
+        rank: int,
+        *,
+        columns: int = 80,
+        lines: int = 24,
+        id: str | None = None,  # noqa: A002 - Textual's name
+        classes: str | None = None,
+    ) -> None:
+        """Create the pane of `rank`, emulating a `columns` x `lines` terminal until laid out."""
+        self._styles_for: dict[Attr, Style] = {}
+        self._base_style: Style | None = None
+        super().__init__(id=id, classes=classes)
+        self.rank = rank
+        """The rank shown."""
+        self._screen = TermScreen(columns, lines)
+        self._posted_size: tuple[int, int] | None = None
+        self.border_title = f"rank {rank}"
+
+    @property
+    def terminal(self) -> TermScreen:
+        """The emulated terminal (text, scrollback, modes) behind the pane."""
+        return self._screen
+
+    def feed(self, data: bytes) -> None:
+        """Queue output of the rank; it is emulated and drawn on the next frames."""
+        self._screen.feed(data)
+
+    def scroll_back(self, lines: int) -> None:
+        """Scroll the view `lines` back into the scrollback (negative: towards the live screen)."""
+        if self._screen.scroll(lines):
+            self.set_class(self._screen.scroll_offset > 0, "-scrolled")
+            self._refresh_dirty()
+
+    def get_content_width(self, container: Size, viewport: Size) -> int:
+        """Width under `width: auto`: the emulated terminal's."""
+        return self._screen.columns
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """Height under `height: auto`: the emulated terminal's."""
+        return self._screen.lines
+
+    def on_mount(self) -> None:
+        """Start the emulation frames."""
+        self.set_interval(self.FRAME_INTERVAL, self._frame, name=f"rank-pane-{self.rank}")
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Fit the terminal to the text area and tell the app the new size once."""
+        columns, lines = self.size
+        if columns < 1 or lines < 1:
+            return
+        self._screen.resize(columns, lines)
+        if (columns, lines) != self._posted_size:
+            self._posted_size = (columns, lines)
+            self.post_message(self.Resized(self.rank, columns, lines, self))
+        self.refresh()
+
+    def on_key(self, event: events.Key) -> None:
+        """Type the key into the rank, except passthrough and scrollback keys."""
+        if event.key in self.PASSTHROUGH_KEYS:
+            return
+        if event.key in ("shift+pageup", "shift+pagedown"):
+            page = max(self._screen.lines - 1, 1)
+            self.scroll_back(page if event.key == "shift+pageup" else -page)
+        else:
+            data = key_to_bytes(event.key, event.character, self._screen.app_cursor)
+            if data is None:
+                return
+            self.scroll_back(-self._screen.scroll_offset)
+            self.post_message(self.Input(self.rank, data, self))
+        event.stop()
+        event.prevent_default()
+
+    def on_paste(self, event: events.Paste) -> None:
+        """Type pasted text, bracketed if the rank asked for it; newlines become CR as in xterm."""
+        text = event.text.replace("\r\n", "\r").replace("\n", "\r")
+        if self._screen.bracketed_paste:
+            text = "\x1b[200~" + text.replace("\x1b[201~", "") + "\x1b[201~"
+        self.post_message(self.Input(self.rank, text.encode("utf-8", "replace"), self))
+        event.stop()
+        event.prevent_default()
+
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        """Scroll back into the scrollback."""
+        self.scroll_back(self.WHEEL_LINES)
+        event.stop()
+
+    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        """Scroll towards the live screen."""
+        self.scroll_back(-self.WHEEL_LINES)
+        event.stop()
+
+    def on_focus(self) -> None:
+        """Show the cursor."""
+        self._refresh_cursor_row()
+
+    def on_blur(self) -> None:
+        """Hide the cursor."""
+        self._refresh_cursor_row()
+
+    def notify_style_update(self) -> None:
+        """Drop the cached styles: the theme or the pane's CSS changed."""
+        super().notify_style_update()
+        self._base_style = None
+        self._styles_for.clear()
+
+    def render_line(self, y: int) -> Strip:
+        """Row `y` of the view: one segment per run, cut or padded to the pane's width."""
+        if self._base_style is None:
+            self._base_style = self.rich_style
+        width = self.size.width
+        strip = self._strip(self._screen.line_runs(y), width)
+        cursor = self._screen.cursor
+        if y == cursor.y and cursor.x < width and self._shows_cursor():
+            left, cell, right = strip.divide([cursor.x, cursor.x + 1, width])
+            strip = Strip.join([left, _reverse_cell(cell), right])
+        return strip
+
+    def _strip(self, runs: list[Run], width: int) -> Strip:
+        """One segment per run, padded with the pane's style or cut to exactly `width` cells."""
+        style = self._style
+        segments = [Segment(text, style(attr)) for text, attr in runs]
+        length = sum(cell_len(text) for text, _ in runs)
+        if length > width:
+            return Strip(segments, length).crop(0, width)
+        if length < width:
+            segments.append(Segment(" " * (width - length), self._base_style))
+        return Strip(segments, width)
+
+    def _style(self, attr: Attr) -> Style:
+        """The widget's style with `attr` on top, cached per look."""
+        style = self._styles_for.get(attr)
+        if style is None:
+            style = self._styles_for[attr] = (self._base_style or Style()) + attr_style(attr)
+        return style
+
+    def _shows_cursor(self) -> bool:
+        """Whether the cursor is drawn: focused, not hidden by the rank, view at the bottom."""
+        return self.has_focus and not self._screen.cursor.hidden and not self._screen.scroll_offset
+
+    def _frame(self) -> None:
+        """Emulate pending output within the frame budget, then redraw the rows that changed."""
+        screen = self._screen
+        if screen.pending and self.is_on_screen:
+            deadline = monotonic() + self.FRAME_BUDGET
+            while screen.pending and monotonic() < deadline:
+                screen.process(self.STEP)
+            self.set_class(screen.scroll_offset > 0, "-scrolled")
+            replies = screen.take_replies()
+            if replies:
+                self.post_message(self.Reply(self.rank, replies, self))
+        self._refresh_dirty()
+
+    def _refresh_dirty(self) -> None:
+        """Repaint the view rows the screen marked dirty (all of them if most changed)."""
+        dirty = self._screen.dirty
+        if not dirty:
+            return
+        width = self.size.width
+        if len(dirty) * 2 > self._screen.lines:
+            self.refresh()
+        else:
+            self.refresh(*(Region(0, y, width, 1) for y in dirty))
+        dirty.clear()
+
+    def _refresh_cursor_row(self) -> None:
+        """Repaint the cursor's row (focus changed)."""
+        self._screen.dirty.add(self._screen.cursor.y)
+        self._refresh_dirty()

@@ -1,0 +1,112 @@
+"""Shared test helpers: run ddptui for real, wait on conditions, find leftover processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+
+
+def wait_for(condition: Callable[[], object], timeout: float, interval: float = 0.05) -> bool:
+    """Poll `condition` until it is true or `timeout` seconds pass; returns the last verdict."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(interval)
+    return bool(condition())
+
+
+def tagged_processes(tmpdir: Path) -> list[psutil.Process]:
+    """Live processes whose environment carries TMPDIR=tmpdir: every rank and its children."""
+    found = []
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if proc.pid == os.getpid() or proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if proc.environ().get("TMPDIR") == str(tmpdir):
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+class Runner:
+    """Runs `python -m ddptui` with a private TMPDIR so its processes and files can be found."""
+
+    def __init__(self, tmpdir: Path) -> None:
+        self.tmpdir = tmpdir
+        self.env = dict(os.environ, TMPDIR=str(tmpdir), PYTHONUNBUFFERED="1")
+
+    def argv(self, *args: str) -> list[str]:
+        """The command line."""
+        return [sys.executable, "-m", "ddptui", *args]
+
+    def run(self, *args: str, stdin: str = "", timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """Run ddptui to completion."""
+        return subprocess.run(
+            self.argv(*args), input=stdin, capture_output=True, text=True, timeout=timeout,
+            env=self.env, cwd=ROOT,
+        )
+
+    def batch(self, script: Path | str, commands: str, *options: str, nproc: int = 2,
+              stall: float = 3.0, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """Run a batch session over stdin."""
+        return self.run(
+            "--nproc-per-node", str(nproc), "--stall-timeout", str(stall), "--batch", "-",
+            *options, str(script), stdin=commands, timeout=timeout,
+        )
+
+    def popen(self, *args: str) -> subprocess.Popen[str]:
+        """Start ddptui in the background, stdin a pipe."""
+        return subprocess.Popen(
+            self.argv(*args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, env=self.env, cwd=ROOT,
+        )
+
+    def leftovers(self) -> list[psutil.Process]:
+        """Processes of this runner still alive."""
+        return tagged_processes(self.tmpdir)
+
+    def leftover_files(self) -> list[Path]:
+        """Files ddptui left in its TMPDIR."""
+        return list(self.tmpdir.iterdir())
+
+
+@pytest.fixture
+def ddptui(tmp_path: Path) -> Runner:
+    """A ddptui runner whose processes must all be gone at the end of the test."""
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    runner = Runner(tmpdir)
+    yield runner
+    left = runner.leftovers()
+    for proc in left:
+        proc.kill()
+    assert not left, f"processes left running: {[p.cmdline() for p in left]}"
+
+
+def rank_lines(stdout: str, rank: int) -> list[str]:
+    """The `[rank N] ` lines of a batch transcript, prefix removed."""
+    prefix = f"[rank {rank}] "
+    return [line[len(prefix):] for line in stdout.splitlines() if line.startswith(prefix)]
+
+
+def summary(stdout: str) -> dict[int, str]:
+    """The final `rank N: state` lines of a batch transcript."""
+    result = {}
+    for line in stdout.splitlines():
+        head, sep, state = line.partition(": ")
+        if sep and head.startswith("rank ") and head[5:].isdigit():
+            result[int(head[5:])] = state
+    return result

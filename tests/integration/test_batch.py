@@ -1,0 +1,113 @@
+"""Batch mode against real ranks under real ptys (plain Python and real gloo collectives)."""
+
+from __future__ import annotations
+
+from conftest import EXAMPLES, SCRIPTS, Runner, rank_lines, summary
+
+
+def test_lockstep_steps_ranks_over_ddp_backward(ddptui: Runner) -> None:
+    result = ddptui.batch(EXAMPLES / "train_ddp.py", "n\nn\nn\np rank\np float(loss)\nc\n")
+    assert result.returncode == 0, result.stdout + result.stderr
+    for rank in (0, 1):
+        lines = rank_lines(result.stdout, rank)
+        assert "-> out = model(x)" in lines[1]
+        steps = [line for line in lines if line.startswith("-> ")]
+        # three lockstep `n`: the last one stepped over loss.backward(), the gradient all_reduce
+        assert [s.split()[1] for s in steps] == ["out", "loss", "loss.backward()", "optimizer.step()"]
+        assert str(rank) in lines
+        assert lines[-1].startswith(f"rank {rank} step 2 loss ")
+        assert not any(line.strip() in ("n", "p rank") for line in lines), "pdb's echo must be removed"
+    losses = {rank: rank_lines(result.stdout, rank)[-4] for rank in (0, 1)}
+    assert losses[0] != losses[1], "each rank answers with its own value"
+    assert summary(result.stdout) == {0: "exited 0", 1: "exited 0"}
+
+
+def test_four_ranks_answer_in_rank_order(ddptui: Runner) -> None:
+    result = ddptui.batch(EXAMPLES / "train_ddp.py", "n\nn\np loss\nc\n", nproc=4, stall=5)
+    assert result.returncode == 0, result.stdout + result.stderr
+    after_p = result.stdout.split("(ddptui) p loss\n")[1].splitlines()[:4]
+    assert [line.split("]")[0] for line in after_p] == [f"[rank {r}" for r in range(4)]
+    assert all("tensor(" in line for line in after_p)
+    assert summary(result.stdout) == {r: "exited 0" for r in range(4)}
+
+
+def test_rank0_only_set_trace_reports_others_waiting(ddptui: Runner) -> None:
+    result = ddptui.batch(EXAMPLES / "rank0_set_trace.py", "p rank\nn\nc\n", stall=2)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "p rank not sent to rank 1, not at a prompt (waiting at examples/rank0_set_trace.py:17 in all_reduce)" in result.stdout
+    assert rank_lines(result.stdout, 0)[2] == "0"
+    assert "rank 1 sum 3.0" in rank_lines(result.stdout, 1)
+    assert summary(result.stdout) == {0: "exited 0", 1: "exited 0"}
+
+
+def test_crash_opens_post_mortem_and_names_innermost_error(ddptui: Runner) -> None:
+    result = ddptui.batch(EXAMPLES / "name_error.py", "@1 p rank\n@1 w\n", stall=2)
+    assert result.returncode == 1
+    crashed = rank_lines(result.stdout, 1)
+    assert "NameError: name 'c' is not defined" in crashed
+    answers = result.stdout.split("(ddptui) @1 p rank\n")[1].splitlines()
+    assert answers[0] == "[rank 1] 1"
+    where = result.stdout.split("(ddptui) @1 w\n")[1].split("\nrank 0: ")[0]
+    assert "name_error.py(14)<module>()" in where and "runpy" not in where and "ddptui" not in where
+    states = summary(result.stdout)
+    assert states[1] == "crashed NameError: name 'c' is not defined (examples/name_error.py:14) (ended by ddptui)"
+    assert states[0] == "waiting at examples/name_error.py:15 in all_reduce (ended by ddptui)"
+
+
+def test_subset_targeting_and_default_targets(ddptui: Runner) -> None:
+    commands = "@1 p value\n:ranks 0\np value\n:ranks all\np value\n:ranks 5\nc\n"
+    result = ddptui.batch(SCRIPTS / "steps.py", commands, nproc=3)
+    out = result.stdout
+    first = out.split("(ddptui) @1 p value\n")[1].split("(ddptui)")[0]
+    assert first.strip() == "[rank 1] 10", out
+    second = out.split("(ddptui) p value\n")[1].split("(ddptui)")[0]
+    assert second.strip() == "[rank 0] 0"
+    third = out.split("(ddptui) p value\n")[2].split("(ddptui)")[0]
+    assert third.strip().splitlines() == ["[rank 0] 0", "[rank 1] 10", "[rank 2] 20"], out
+    assert "ddptui: no such ranks: 5 (ranks are 0-2)" in out
+    assert result.returncode == 0, out
+    assert summary(out) == {0: "exited 0", 1: "exited 0", 2: "exited 0"}
+
+
+def test_empty_lines_are_never_sent(ddptui: Runner) -> None:
+    result = ddptui.batch(SCRIPTS / "steps.py", "n\n\n   \np value\nc\n", nproc=2)
+    assert result.stdout.count("(ddptui) ") == 3
+    assert rank_lines(result.stdout, 1)[-2] == "11", result.stdout
+    assert result.returncode == 0
+
+
+def test_every_breakpoint_flavour_stops_with_rank_prompt(ddptui: Runner) -> None:
+    result = ddptui.batch(SCRIPTS / "pdb_class.py", "p rank\nc\np first\nc\n", nproc=2)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for rank in (0, 1):
+        lines = rank_lines(result.stdout, rank)
+        assert str(rank) in lines and "'after Pdb()'" in lines
+
+
+def test_torch_distributed_breakpoint_stops_at_caller(ddptui: Runner) -> None:
+    result = ddptui.batch(SCRIPTS / "dist_breakpoint.py", "p here\nc\n", stall=2)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "'caller frame'" in rank_lines(result.stdout, 0)
+    assert "rank 1 released" in rank_lines(result.stdout, 1)
+
+
+def test_hostile_bytes_do_not_break_the_session(ddptui: Runner) -> None:
+    result = ddptui.batch(SCRIPTS / "hostile.py", "p marker\nc\n", nproc=2)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for rank in (0, 1):
+        assert "'still alive'" in rank_lines(result.stdout, rank)
+    assert "Traceback" not in result.stderr
+
+
+def test_rank_dying_before_first_prompt(ddptui: Runner) -> None:
+    result = ddptui.batch(SCRIPTS / "dies_early.py", "c\n", nproc=2)
+    assert result.returncode == 3
+    assert result.stderr.strip() == "ddptui: rank 1 exited 3 before its first prompt: rank 1 giving up"
+    assert summary(result.stdout) == {0: "exited 0", 1: "exited 3"}
+
+
+def test_module_mode_and_missing_module(ddptui: Runner) -> None:
+    result = ddptui.run("--nproc-per-node", "1", "--batch", "-", "-m", "no_such_module_xyz", stdin="c\n")
+    assert result.returncode == 1
+    assert result.stderr == "ddptui: rank 0 crashed before its first prompt: ImportError: No module named no_such_module_xyz\n"
+    assert "Traceback" not in result.stderr

@@ -1,0 +1,206 @@
+"""RankPane in a real Textual app: drawing, cutting, cursor, scrollback, keys, paste, resize."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from rich.color import Color
+from textual import events
+from textual.app import App, ComposeResult
+from textual.message import Message
+from textual.pilot import Pilot
+
+import ddptui.ui
+from ddptui.ui.rank_pane import RankPane
+
+TCSS = Path(ddptui.ui.__file__).parent / "rank_pane.tcss"
+
+
+class PaneApp(App[None]):
+    """One rank pane, recording the messages it posts."""
+
+    CSS_PATH = TCSS
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.posted: list[Message] = []
+
+    def compose(self) -> ComposeResult:
+        yield RankPane(3, id="pane")
+
+    def on_rank_pane_input(self, message: RankPane.Input) -> None:
+        self.posted.append(message)
+
+    def on_rank_pane_resized(self, message: RankPane.Resized) -> None:
+        self.posted.append(message)
+
+    def on_rank_pane_reply(self, message: RankPane.Reply) -> None:
+        self.posted.append(message)
+
+    def inputs(self) -> list[bytes]:
+        return [m.data for m in self.posted if isinstance(m, RankPane.Input)]
+
+
+async def wait_for(pilot: Pilot[None], condition: Callable[[], bool], timeout: float = 5) -> None:
+    """Let the app run until `condition` holds; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await pilot.pause(0.02)
+
+
+def rows(pane: RankPane) -> list[str]:
+    """The text of every row the pane draws, without trailing blanks."""
+    return [pane.render_line(y).text.rstrip() for y in range(pane.size.height)]
+
+
+@pytest.mark.asyncio
+async def test_fed_bytes_are_drawn_with_their_colours() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(60, 12)) as pilot:
+        pane = app.query_one(RankPane)
+        pane.feed(b"hello \x1b[31mred\x1b[0m world\r\n(Pdb) ")
+        await wait_for(pilot, lambda: rows(pane)[1].startswith("(Pdb)"))
+        strip = pane.render_line(0)
+        assert strip.text.rstrip() == "hello red world"
+        assert strip.cell_length == pane.size.width
+        red = [seg for seg in strip if seg.text == "red"]
+        assert red and red[0].style is not None
+        assert red[0].style.color == Color.parse("red")
+        assert "hello" in app.export_screenshot()
+
+
+@pytest.mark.asyncio
+async def test_pane_sizes_its_terminal_and_reports_it() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(60, 12)) as pilot:
+        pane = app.query_one(RankPane)
+        await wait_for(pilot, lambda: any(isinstance(m, RankPane.Resized) for m in app.posted))
+        resized = [m for m in app.posted if isinstance(m, RankPane.Resized)][-1]
+        assert (resized.rank, resized.columns, resized.lines) == (3, 58, 10)  # inside the border
+        assert resized.control is pane
+        assert (pane.terminal.columns, pane.terminal.lines) == (58, 10)
+        await pilot.resize_terminal(40, 8)
+        await wait_for(pilot, lambda: pane.terminal.columns == 38)
+        await wait_for(pilot, lambda: app.posted[-1] == RankPane.Resized(3, 38, 6, pane))
+
+
+@pytest.mark.asyncio
+async def test_lines_are_cut_at_the_pane_width() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(100, 12)) as pilot:
+        pane = app.query_one(RankPane)
+        pane.feed(b"y" * 90 + b"\r\n")
+        await wait_for(pilot, lambda: rows(pane)[0].startswith("y"))
+        await pilot.resize_terminal(42, 12)
+        await wait_for(pilot, lambda: pane.size.width == 40)
+        await wait_for(pilot, lambda: rows(pane)[0] == "y" * 40)
+        assert all(pane.render_line(y).cell_length == 40 for y in range(pane.size.height))
+
+
+@pytest.mark.asyncio
+async def test_cursor_is_drawn_reversed_when_focused() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(40, 8)) as pilot:
+        pane = app.query_one(RankPane)
+        pane.feed(b"(Pdb) ")
+        await wait_for(pilot, lambda: rows(pane)[0].startswith("(Pdb)"))
+        pane.focus()
+        await pilot.pause()
+        cell = pane.render_line(0).crop(6, 7)
+        assert [seg.style.reverse for seg in cell if seg.style] == [True]
+        pane.blur()
+        await pilot.pause()
+        assert not any(seg.style and seg.style.reverse for seg in pane.render_line(0))
+
+
+@pytest.mark.asyncio
+async def test_scrollback_by_wheel_and_shift_pageup() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(40, 8)) as pilot:
+        pane = app.query_one(RankPane)
+        pane.focus()
+        pane.feed(b"".join(b"line %d\r\n" % i for i in range(50)))
+        await wait_for(pilot, lambda: "line 49" in "\n".join(rows(pane)))
+        wheel = events.MouseScrollUp(pane, 0, 0, 0, -1, 0, False, False, False)
+        pane.post_message(wheel)
+        await wait_for(pilot, lambda: pane.terminal.scroll_offset == RankPane.WHEEL_LINES)
+        assert pane.has_class("-scrolled")
+        await pilot.press("shift+pageup")
+        assert pane.terminal.scroll_offset == RankPane.WHEEL_LINES + pane.size.height - 1
+        assert rows(pane)[0] == "line 37"
+        await pilot.press("x")  # typing returns to the live screen
+        assert pane.terminal.scroll_offset == 0
+        assert not pane.has_class("-scrolled")
+        assert app.inputs() == [b"x"]
+
+
+@pytest.mark.asyncio
+async def test_keys_on_focused_pane_become_input_messages() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(40, 8)) as pilot:
+        pane = app.query_one(RankPane)
+        pane.focus()
+        await pilot.press("n", "enter", "up", "ctrl+c", "tab", "f5")
+        assert app.inputs() == [b"n", b"\r", b"\x1b[A", b"\x03", b"\t"]
+        assert all(m.control is pane and m.rank == 3 for m in app.posted if isinstance(m, RankPane.Input))
+        assert pane.has_focus  # tab was typed into the rank, not used to move focus
+        pane.feed(b"\x1b[?1h")
+        await wait_for(pilot, lambda: pane.terminal.app_cursor)
+        await pilot.press("up", "home")
+        assert app.inputs()[-2:] == [b"\x1bOA", b"\x1bOH"]
+
+
+@pytest.mark.asyncio
+async def test_paste_is_bracketed_when_the_rank_asks() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(40, 8)) as pilot:
+        pane = app.query_one(RankPane)
+        pane.focus()
+        pane.post_message(events.Paste("p x\nn\n"))
+        await wait_for(pilot, lambda: len(app.inputs()) == 1)
+        assert app.inputs() == [b"p x\rn\r"]
+        pane.feed(b"\x1b[?2004h")
+        await wait_for(pilot, lambda: pane.terminal.bracketed_paste)
+        pane.post_message(events.Paste("a\x1b[201~b"))
+        await wait_for(pilot, lambda: len(app.inputs()) == 2)
+        assert app.inputs()[-1] == b"\x1b[200~ab\x1b[201~"
+
+
+@pytest.mark.asyncio
+async def test_terminal_queries_are_answered_with_reply_messages() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(40, 8)) as pilot:
+        pane = app.query_one(RankPane)
+        pane.feed(b"ab\x1b[6n")
+        await wait_for(pilot, lambda: any(isinstance(m, RankPane.Reply) for m in app.posted))
+        reply = next(m for m in app.posted if isinstance(m, RankPane.Reply))
+        assert (reply.rank, reply.data, reply.control) == (3, b"\x1b[1;3R", pane)
+
+
+@pytest.mark.asyncio
+async def test_flood_never_blocks_the_event_loop_and_ends_on_the_last_lines() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(60, 12)) as pilot:
+        pane = app.query_one(RankPane)
+        await pilot.pause()
+        lines = [b"flood %06d %s\r\n" % (i, b"=" * 30) for i in range(100_000)]
+        data = b"".join(lines)
+        started = time.monotonic()
+        for start in range(0, len(data), 256 * 1024):
+            pane.feed(data[start : start + 256 * 1024])
+        assert time.monotonic() - started < 0.5  # feeding does no emulation
+        lateness = []
+        while pane.terminal.pending:
+            before = time.monotonic()
+            await asyncio.sleep(0.005)
+            lateness.append(time.monotonic() - before - 0.005)
+        print("MAXLATE", max(lateness), len(lateness))
+        assert max(lateness) < 0.15  # a frame's budget is 8 ms, not the whole backlog
+        await pilot.pause()
+        expected = [line.decode().rstrip() for line in lines[-pane.size.height + 1 :]]
+        assert rows(pane)[: len(expected)] == expected
