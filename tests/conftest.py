@@ -55,23 +55,48 @@ class Runner:
     def run(self, *args: str, stdin: str = "", timeout: float = 120) -> subprocess.CompletedProcess[str]:
         """Run ddptui to completion."""
         return subprocess.run(
-            self.argv(*args), input=stdin, capture_output=True, text=True, timeout=timeout,
-            env=self.env, cwd=ROOT,
+            self.argv(*args),
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=self.env,
+            cwd=ROOT,
         )
 
-    def batch(self, script: Path | str, commands: str, *options: str, nproc: int = 2,
-              stall: float = 3.0, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def batch(
+        self,
+        script: Path | str,
+        commands: str,
+        *options: str,
+        nproc: int = 2,
+        stall: float = 3.0,
+        timeout: float = 120,
+    ) -> subprocess.CompletedProcess[str]:
         """Run a batch session over stdin."""
         return self.run(
-            "--nproc-per-node", str(nproc), "--stall-timeout", str(stall), "--batch", "-",
-            *options, str(script), stdin=commands, timeout=timeout,
+            "--nproc-per-node",
+            str(nproc),
+            "--stall-timeout",
+            str(stall),
+            "--batch",
+            "-",
+            *options,
+            str(script),
+            stdin=commands,
+            timeout=timeout,
         )
 
     def popen(self, *args: str) -> subprocess.Popen[str]:
         """Start ddptui in the background, stdin a pipe."""
         return subprocess.Popen(
-            self.argv(*args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, env=self.env, cwd=ROOT,
+            self.argv(*args),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=self.env,
+            cwd=ROOT,
         )
 
     def leftovers(self) -> list[psutil.Process]:
@@ -99,7 +124,7 @@ def ddptui(tmp_path: Path) -> Runner:
 def rank_lines(stdout: str, rank: int) -> list[str]:
     """The `[rank N] ` lines of a batch transcript, prefix removed."""
     prefix = f"[rank {rank}] "
-    return [line[len(prefix):] for line in stdout.splitlines() if line.startswith(prefix)]
+    return [line[len(prefix) :] for line in stdout.splitlines() if line.startswith(prefix)]
 
 
 def summary(stdout: str) -> dict[int, str]:

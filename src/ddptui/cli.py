@@ -39,15 +39,39 @@ def build_parser() -> Parser:
         allow_abbrev=False,
     )
     add = parser.add_argument
-    add("--nproc-per-node", "--nproc_per_node", type=int, default=2, metavar="N", help="ranks to start (default 2)")
+    add(
+        "--nproc-per-node",
+        "--nproc_per_node",
+        type=int,
+        default=2,
+        metavar="N",
+        help="ranks to start (default 2)",
+    )
     add("--nnodes", type=str, default="1", help="only 1 is supported")
     add("--node-rank", "--node_rank", type=int, default=0, help="only 0 is supported")
     add("--master-addr", "--master_addr", default="127.0.0.1", metavar="ADDR", help="default 127.0.0.1")
     add("--master-port", "--master_port", type=int, default=None, metavar="PORT", help="default: a free port")
     add("--standalone", action="store_true", help="accepted for torchrun compatibility")
-    add("--log-dir", "--log_dir", default=None, metavar="DIR", help="write each rank's terminal output to DIR/rank-N.log")
-    add("--batch", default=None, metavar="FILE", help="run commands from FILE ('-' = stdin) headless, print answers")
-    add("--stall-timeout", type=float, default=10.0, metavar="SECONDS", help="after this long running, a rank is 'waiting' (default 10)")
+    add(
+        "--log-dir",
+        "--log_dir",
+        default=None,
+        metavar="DIR",
+        help="write each rank's terminal output to DIR/rank-N.log",
+    )
+    add(
+        "--batch",
+        default=None,
+        metavar="FILE",
+        help="run commands from FILE ('-' = stdin) headless, print answers",
+    )
+    add(
+        "--stall-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="after this long running, a rank is 'waiting' (default 10)",
+    )
     add("--demo", action="store_true", help="run the bundled 4-rank CPU DDP example")
     add("-m", "--module", action="store_true", help="SCRIPT is a module name, as in python -m")
     add("--version", action="version", version=f"ddptui {__version__}")
@@ -105,7 +129,9 @@ def check_script(path: str) -> None:
         compile(source, path, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as exc:
         where = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.lineno else ""
-        raise UsageError(f"cannot run {path}: {type(exc).__name__}: {exc.args[0] if exc.args else exc}{where}") from None
+        raise UsageError(
+            f"cannot run {path}: {type(exc).__name__}: {exc.args[0] if exc.args else exc}{where}"
+        ) from None
 
 
 async def run_batch(spec: LaunchSpec, source: str) -> int:
@@ -151,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_guarded_batch(spec, options.batch))
         from ddptui.ui.app import run_app
 
-        return run_app(spec)
+        return int(run_app(spec))
     except LaunchError as exc:
         print(f"ddptui: error: {exc}", file=sys.stderr)
         return 2

@@ -34,7 +34,10 @@ def test_four_ranks_answer_in_rank_order(ddptui: Runner) -> None:
 def test_rank0_only_set_trace_reports_others_waiting(ddptui: Runner) -> None:
     result = ddptui.batch(EXAMPLES / "rank0_set_trace.py", "p rank\nn\nc\n", stall=2)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "p rank not sent to rank 1, not at a prompt (waiting at examples/rank0_set_trace.py:17 in all_reduce)" in result.stdout
+    assert (
+        "p rank not sent to rank 1, not at a prompt (waiting at examples/rank0_set_trace.py:17 in all_reduce)"
+        in result.stdout
+    )
     assert rank_lines(result.stdout, 0)[2] == "0"
     assert "rank 1 sum 3.0" in rank_lines(result.stdout, 1)
     assert summary(result.stdout) == {0: "exited 0", 1: "exited 0"}
@@ -50,7 +53,10 @@ def test_crash_opens_post_mortem_and_names_innermost_error(ddptui: Runner) -> No
     where = result.stdout.split("(ddptui) @1 w\n")[1].split("\nrank 0: ")[0]
     assert "name_error.py(14)<module>()" in where and "runpy" not in where and "ddptui" not in where
     states = summary(result.stdout)
-    assert states[1] == "crashed NameError: name 'c' is not defined (examples/name_error.py:14) (ended by ddptui)"
+    assert (
+        states[1]
+        == "crashed NameError: name 'c' is not defined (examples/name_error.py:14) (ended by ddptui)"
+    )
     assert states[0] == "waiting at examples/name_error.py:15 in all_reduce (ended by ddptui)"
 
 
@@ -109,5 +115,8 @@ def test_rank_dying_before_first_prompt(ddptui: Runner) -> None:
 def test_module_mode_and_missing_module(ddptui: Runner) -> None:
     result = ddptui.run("--nproc-per-node", "1", "--batch", "-", "-m", "no_such_module_xyz", stdin="c\n")
     assert result.returncode == 1
-    assert result.stderr == "ddptui: rank 0 crashed before its first prompt: ImportError: No module named no_such_module_xyz\n"
+    assert (
+        result.stderr
+        == "ddptui: rank 0 crashed before its first prompt: ImportError: No module named no_such_module_xyz\n"
+    )
     assert "Traceback" not in result.stderr

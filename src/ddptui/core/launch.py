@@ -62,13 +62,15 @@ def check_port(addr: str, port: int) -> None:
 
 def python_path(existing: str | None) -> str | None:
     """PYTHONPATH that lets rank processes import ddptui when it runs from a source tree."""
-    installed = _PACKAGE_PARENT in site.getsitepackages() + [site.getusersitepackages()]
+    installed = _PACKAGE_PARENT in [*site.getsitepackages(), site.getusersitepackages()]
     if installed:
         return existing
     return os.pathsep.join(filter(None, [_PACKAGE_PARENT, existing]))
 
 
-def rank_env(spec: LaunchSpec, rank: int, port: int, run_id: str, channel: str, state_dir: str) -> dict[str, str]:
+def rank_env(
+    spec: LaunchSpec, rank: int, port: int, run_id: str, channel: str, state_dir: str
+) -> dict[str, str]:
     """The environment torchrun gives a worker, plus ddptui's side-channel variables."""
     env = dict(os.environ)
     env.update(spec.env)
@@ -104,9 +106,7 @@ def new_run_id() -> str:
 def spawn(spec: LaunchSpec, env: dict[str, str]) -> PtyProcess:
     """Start one rank in a new pty and session; must run on a long-lived thread."""
     try:
-        proc = PtyProcess.spawn(
-            spec.argv(), cwd=spec.cwd, env=env, dimensions=(spec.lines, spec.columns)
-        )
+        proc = PtyProcess.spawn(spec.argv(), cwd=spec.cwd, env=env, dimensions=(spec.lines, spec.columns))
     except (OSError, FileNotFoundError) as exc:
         raise LaunchError(f"cannot start {sys.executable}: {exc}") from None
     os.set_blocking(proc.fd, False)

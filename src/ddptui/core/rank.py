@@ -25,7 +25,7 @@ def crash_site(frames: object) -> Location | None:
         return None
     sites = [Location(str(f[0]), int(f[1]), str(f[2])) for f in frames if isinstance(f, list) and len(f) == 3]
     user = [site for site in sites if not is_library(site.file)]
-    return (user or sites or [None])[-1]
+    return (user or sites)[-1] if sites else None
 
 
 class Rank:
@@ -82,7 +82,9 @@ class Rank:
                 )
             )
         elif kind == "exception":
-            crash = Crash(str(event.get("type")), str(event.get("message", "")), crash_site(event.get("frames")))
+            crash = Crash(
+                str(event.get("type")), str(event.get("message", "")), crash_site(event.get("frames"))
+            )
             self.set_state(self.state.evolve(crash=crash, location=crash.where or self.state.location))
 
     def on_exit(self, status: int) -> None:
@@ -102,7 +104,7 @@ class Rank:
             times = [process.cpu_times(), *(c.cpu_times() for c in process.children(recursive=True))]
         except psutil.Error:
             return 0.0
-        return sum(t.user + t.system for t in times)
+        return float(sum(t.user + t.system for t in times))
 
     # -- the terminal ---------------------------------------------------------------------
     def prompt_shown(self) -> bool:

@@ -7,6 +7,7 @@ removes the session directory. Standard library only: it reads /proc.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -51,10 +52,8 @@ def kill_all(leaders: set[int]) -> None:
         if not victims:
             return
         for pid in victims:
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
         time.sleep(0.05)
 
 

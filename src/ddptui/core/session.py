@@ -11,15 +11,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
+from typing import Any
+
+from ptyprocess import PtyProcess
 
 from ddptui.core import launch, reaper
 from ddptui.core.channel import ChannelServer, Event
 from ddptui.core.rank import Rank
 from ddptui.core.stacks import waiting_point
 from ddptui.core.state import Phase, RankState
-from ddptui.core.targets import TargetError, format_ranks, parse_line, parse_ranks
+from ddptui.core.targets import Line, TargetError, format_ranks, parse_line, parse_ranks
 
 TICK = 0.1
 """Seconds between checks for stalled ranks and overdue prompts."""
@@ -107,7 +110,7 @@ class Session:
         self._reaper.stdin.write(line.encode() + b"\n")
         self._reaper.stdin.flush()
 
-    def _add_rank(self, index: int, proc: launch.PtyProcess) -> None:
+    def _add_rank(self, index: int, proc: PtyProcess) -> None:
         """Track a spawned rank: its pty output and its exit."""
         assert self._loop is not None
         rank = Rank(index, proc, self._state_changed)
@@ -341,7 +344,7 @@ class Session:
         self.targets = None if len(ranks) == len(self.ranks) else ranks
         return f"target ranks: {'all' if self.targets is None else format_ranks(ranks)}"
 
-    def parse(self, line: str):  # type: ignore[no-untyped-def]
+    def parse(self, line: str) -> Line:
         """Classify a typed line (see `targets.parse_line`)."""
         return parse_line(line, len(self.ranks))
 
@@ -393,7 +396,7 @@ class Session:
             rank.proc.closed = True
         rank.closed = True
 
-    def _spawn_task(self, coro) -> None:  # type: ignore[no-untyped-def]
+    def _spawn_task(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run a background coroutine owned by the session."""
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)

@@ -110,4 +110,4 @@ class RankState:
             return f"waiting{where}" + (f" in {self.waiting_in}" if self.waiting_in else "")
         if self.phase is Phase.EXITED and self.exit_code is not None:
             return describe_exit(self.exit_code)
-        return self.phase.value
+        return str(self.phase.value)

@@ -24,7 +24,7 @@ def stack_dump_file(rank: int) -> IO[Any]:
     state_dir = os.environ.get(STATE_DIR_ENV)
     if not state_dir:
         return sys.stderr
-    return open(os.path.join(state_dir, f"stack-{rank}.txt"), "a")  # noqa: SIM115 (kept open; append: the core truncates it)
+    return open(os.path.join(state_dir, f"stack-{rank}.txt"), "a")  # kept open; append: the core truncates it
 
 
 def exit_code(code: Any) -> int:
@@ -50,7 +50,7 @@ def report_crash(exc: BaseException) -> None:
 
 def run(argv: list[str]) -> int:
     """Run the user's script or module; return the process's exit status."""
-    if not argv or argv[0] == "-m" and len(argv) < 2:
+    if not argv or (argv[0] == "-m" and len(argv) < 2):
         print("usage: python -m ddptui.rank [-m MODULE | SCRIPT] [ARGS...]", file=sys.stderr)
         return 2
     rank = debugger.rank_number()
@@ -70,7 +70,7 @@ def run(argv: list[str]) -> int:
     except bdb.BdbQuit:
         print(f"ddptui: rank {rank} quit the debugger", file=sys.stderr)
         return 1
-    except BaseException as exc:  # noqa: BLE001 (any uncaught error gets a post-mortem)
+    except BaseException as exc:  # any uncaught error gets a post-mortem
         report_crash(exc)
         return 1
     return 0

@@ -26,9 +26,7 @@ def rank_number() -> int:
 def is_hidden(frame: types.FrameType) -> bool:
     """True for frames of runpy and of ddptui's rank bootstrap, which `where` should not show."""
     filename = frame.f_code.co_filename
-    return filename.startswith(("<frozen runpy", _PACKAGE_DIR)) or os.path.basename(
-        filename
-    ) == "runpy.py"
+    return filename.startswith(("<frozen runpy", _PACKAGE_DIR)) or os.path.basename(filename) == "runpy.py"
 
 
 def trim_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
@@ -75,7 +73,7 @@ class RankPdb(_ORIGINAL_PDB):
         while outer is not None:
             outer.f_trace = self.trace_dispatch
             self.botframe, outer = outer, outer.f_back
-        self._set_stopinfo(self.botframe, None, -1)  # no stop until the user's command says where
+        self._set_stopinfo(self.botframe, None, -1)  # type: ignore[attr-defined]  # no stop until the user's command says where
         sys.settrace(self.trace_dispatch)
         self.interaction(frame, None)
 

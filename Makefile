@@ -1,0 +1,39 @@
+# ddptui developer targets. `make help` lists them.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: help install demo test check lint format bench clean
+
+help:  ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)  ## Create .venv and install ddptui with the dev/test extras (CPU torch 2.13.0)
+
+demo: install  ## Run the bundled 4-rank CPU DDP demo in the app
+	$(VENV)/bin/ddptui --demo
+
+test: install  ## Run the test suite (real ranks, real ptys, real gloo)
+	$(PY) -m pytest
+
+lint: install  ## ruff format --check, ruff check, mypy
+	$(VENV)/bin/ruff format --check src tests bench examples
+	$(VENV)/bin/ruff check src tests bench examples
+	$(VENV)/bin/mypy
+
+format: install  ## Reformat and autofix
+	$(VENV)/bin/ruff format src tests bench examples
+	$(VENV)/bin/ruff check --fix src tests bench examples
+
+check: lint test  ## Everything CI checks
+
+bench: install  ## Benchmarks: lockstep latency vs a bare pty loop
+	$(PY) bench/lockstep.py
+
+clean:  ## Remove the venv and caches
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache src/*.egg-info

@@ -1,0 +1,75 @@
+"""Bad input: one clear line on stderr, a non-zero status, no traceback, nothing left running."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+from conftest import EXAMPLES, Runner
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["no/such/train.py"], "ddptui: error: no such script: no/such/train.py"),
+        (["--frobnicate", "x.py"], "ddptui: error: unrecognized arguments: --frobnicate (see ddptui --help)"),
+        (
+            ["--nproc-per-node", "0", str(EXAMPLES / "train_ddp.py")],
+            "ddptui: error: --nproc-per-node must be at least 1, not 0",
+        ),
+        (
+            ["--nproc-per-node", "two", "x.py"],
+            "ddptui: error: argument --nproc-per-node/--nproc_per_node: invalid int value: 'two'"
+            " (see ddptui --help)",
+        ),
+        (
+            ["--stall-timeout", "-1", str(EXAMPLES / "train_ddp.py")],
+            "ddptui: error: --stall-timeout must be positive",
+        ),
+        (
+            ["--nnodes", "2", str(EXAMPLES / "train_ddp.py")],
+            "ddptui: error: only single-node jobs are supported (--nnodes 1)",
+        ),
+        ([], "ddptui: error: no script given (usage: ddptui [options] SCRIPT [ARGS...])"),
+        (
+            ["--batch", "no-such-commands.txt", str(EXAMPLES / "train_ddp.py")],
+            "ddptui: error: no such batch file: no-such-commands.txt",
+        ),
+        (["tests"], "ddptui: error: tests is a directory without __main__.py"),
+    ],
+)
+def test_bad_usage(ddptui: Runner, args: list[str], message: str) -> None:
+    result = ddptui.run(*args)
+    assert (result.returncode, result.stderr, result.stdout) == (2, message + "\n", "")
+
+
+def test_script_that_does_not_compile(ddptui: Runner, tmp_path: Path) -> None:
+    script = tmp_path / "broken.py"
+    script.write_text("x = 1\ndef f(:\n")
+    result = ddptui.run(str(script))
+    assert result.returncode == 2
+    assert result.stderr == f"ddptui: error: cannot run {script}: SyntaxError: invalid syntax (line 2)\n"
+
+
+def test_binary_script(ddptui: Runner, tmp_path: Path) -> None:
+    script = tmp_path / "binary.py"
+    script.write_bytes(b"\x7fELF\x00\x01\x02")
+    result = ddptui.run(str(script))
+    assert result.returncode == 2
+    assert (
+        result.stderr.startswith(f"ddptui: error: cannot run {script}: ") and result.stderr.count("\n") == 1
+    )
+
+
+def test_busy_master_port(ddptui: Runner) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = ddptui.run("--master-port", str(port), "--batch", "-", str(EXAMPLES / "train_ddp.py"))
+    assert result.returncode == 2
+    assert (
+        result.stderr == f"ddptui: error: --master-port {port} is busy on 127.0.0.1: Address already in use\n"
+    )
+    assert ddptui.leftover_files() == []

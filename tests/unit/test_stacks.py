@@ -1,0 +1,48 @@
+"""Reading faulthandler dumps."""
+
+from ddptui.core.stacks import waiting_point
+
+SITE = "/venv/lib/python3.11/site-packages"
+DUMP = f'''Thread 0x00007f0000000001 (most recent call first):
+  File "/usr/lib/python3.11/threading.py", line 320 in wait
+  File "{SITE}/torch/utils/data/_utils/pin_memory.py", line 50 in _pin_memory_loop
+
+Current thread 0x00007f0000000002 (most recent call first):
+  File "{SITE}/torch/distributed/distributed_c10d.py", line 3252 in all_reduce
+  File "{SITE}/torch/distributed/c10d_logger.py", line 83 in wrapper
+  File "/home/me/train.py", line 30 in step
+  File "/home/me/train.py", line 41 in <module>
+  File "<frozen runpy>", line 88 in _run_code
+'''
+
+
+def test_names_the_user_line_and_the_collective() -> None:
+    location, callee = waiting_point(DUMP)
+    assert location is not None
+    assert (location.file, location.line, location.func) == ("/home/me/train.py", 30, "step")
+    assert callee == "all_reduce"
+
+
+def test_outermost_library_call_when_not_a_collective() -> None:
+    dump = f'''Current thread 0x1 (most recent call first):
+  File "{SITE}/torch/autograd/graph.py", line 829 in _engine_run_backward
+  File "{SITE}/torch/autograd/__init__.py", line 353 in backward
+  File "{SITE}/torch/_tensor.py", line 630 in backward
+  File "/home/me/train.py", line 12 in <module>
+  File "<frozen runpy>", line 88 in _run_code
+'''
+    location, callee = waiting_point(dump)
+    assert location is not None and location.line == 12
+    assert callee == "backward"
+
+
+def test_user_code_itself_running() -> None:
+    location, callee = waiting_point(
+        'Current thread 0x1 (most recent call first):\n  File "/a/b.py", line 3 in <module>\n'
+    )
+    assert location is not None and (location.line, callee) == (3, None)
+
+
+def test_empty_or_garbage_dump() -> None:
+    assert waiting_point("") == (None, None)
+    assert waiting_point("garbage\n  File nothing\n") == (None, None)

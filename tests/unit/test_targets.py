@@ -1,0 +1,31 @@
+"""Rank lists, `@` prefixes and `:` commands."""
+
+import pytest
+
+from ddptui.core.targets import Line, TargetError, format_ranks, parse_line, parse_ranks
+
+
+def test_parse_ranks() -> None:
+    assert parse_ranks("0,2-3", 4) == {0, 2, 3}
+    assert parse_ranks(" all ", 3) == {0, 1, 2}
+    assert parse_ranks("1,1,0-1", 2) == {0, 1}
+
+
+@pytest.mark.parametrize("text", ["", "x", "3-1", "-1", "0,7", "1-", ","])
+def test_bad_rank_lists(text: str) -> None:
+    with pytest.raises(TargetError):
+        parse_ranks(text, 4)
+
+
+def test_format_ranks() -> None:
+    assert format_ranks({0, 1, 2, 5, 7, 8}) == "0-2,5,7-8"
+    assert format_ranks(frozenset({3})) == "3"
+
+
+def test_parse_line() -> None:
+    assert parse_line("  n ", 2) == Line("pdb", "n")
+    assert parse_line("@1 p x + 1", 2) == Line("pdb", "p x + 1", frozenset({1}))
+    assert parse_line(":ranks 0", 2) == Line("ddptui", "ranks 0")
+    assert parse_line("   ", 2).kind == "empty"
+    with pytest.raises(TargetError, match="no command after @0"):
+        parse_line("@0", 2)
