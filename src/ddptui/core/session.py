@@ -71,6 +71,10 @@ class Session:
         self._tasks: set[asyncio.Task[None]] = set()
         self._closing = False
         self._dumping: set[int] = set()
+        self.outstanding: frozenset[int] = frozenset()
+        """Ranks the broadcast in flight still waits for."""
+        self.in_flight_command = ""
+        """The command being broadcast, or empty."""
 
     # -- start ------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -322,12 +326,21 @@ class Session:
             ready = [r for r in ranks if r.state.at_prompt]
             result.skipped = {r.index: r.state.describe() for r in ranks if not r.state.at_prompt}
             start = {r.index: (r.output.end, r.paused_count) for r in ready}
+            self.in_flight_command = command
             for rank in ready:
                 rank.set_state(rank.state.evolve(phase=Phase.RUNNING))
                 self.send_input(rank.index, command.encode() + b"\r")
-            await self.wait_until(lambda: all(self._returned(r, start[r.index][1]) for r in ready))
+            try:
+                await self.wait_until(lambda: not self._still_out(ready, start))
+            finally:
+                self.outstanding, self.in_flight_command = frozenset(), ""
             result.replies = [Reply(r.index, r.output.since(start[r.index][0]), r.state) for r in ready]
             return result
+
+    def _still_out(self, ready: list[Rank], start: dict[int, tuple[int, int]]) -> frozenset[int]:
+        """The ranks of a broadcast that have not come back yet (kept in `outstanding`)."""
+        self.outstanding = frozenset(r.index for r in ready if not self._returned(r, start[r.index][1]))
+        return self.outstanding
 
     def _returned(self, rank: Rank, paused_count: int) -> bool:
         """True when a rank sent a command is back at its prompt, stalled, or gone."""
@@ -365,7 +378,22 @@ class Session:
             with contextlib.suppress(OSError):
                 self._reaper.stdin.close()  # type: ignore[union-attr]
             await asyncio.to_thread(self._reaper.wait)
+            self._reaper = None
         shutil.rmtree(self._dir, ignore_errors=True)
+
+    def kill_now(self) -> None:
+        """Synchronous last resort when the event loop is gone: kill everything, remove files."""
+        if self._closing and self._reaper is None:
+            return
+        self._closing = True
+        reaper.kill_all({r.pid for r in self.ranks})
+        if self._reaper is not None:
+            with contextlib.suppress(OSError):
+                self._reaper.stdin.close()  # type: ignore[union-attr]
+            self._reaper.wait()
+            self._reaper = None
+        if self._dir:
+            shutil.rmtree(self._dir, ignore_errors=True)
 
     async def _end_ranks(self, grace: float) -> None:
         """SIGTERM the rank trees, SIGKILL what is left after `grace` seconds, wait for the exits."""
