@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from conftest import EXAMPLES, SCRIPTS, Runner, rank_lines, summary
 
 
@@ -120,3 +122,13 @@ def test_module_mode_and_missing_module(ddptui: Runner) -> None:
         == "ddptui: rank 0 crashed before its first prompt: ImportError: No module named no_such_module_xyz\n"
     )
     assert "Traceback" not in result.stderr
+
+
+def test_log_dir_keeps_each_rank_output_and_the_states(ddptui: Runner, tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    result = ddptui.batch(SCRIPTS / "steps.py", "p value\nc\n", "--log-dir", str(logs))
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in logs.iterdir()) == ["rank-0.log", "rank-1.log", "session.log"]
+    assert b"(Pdb r1) p value\r\n10\r\n" in (logs / "rank-1.log").read_bytes()
+    events = (logs / "session.log").read_text()
+    assert "rank 0: paused at tests/scripts/steps.py:8" in events and "rank 1: exited 0" in events

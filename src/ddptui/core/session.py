@@ -19,6 +19,7 @@ from ptyprocess import PtyProcess
 
 from ddptui.core import launch, reaper
 from ddptui.core.channel import ChannelServer, Event
+from ddptui.core.logs import SessionLog
 from ddptui.core.rank import Rank
 from ddptui.core.stacks import waiting_point
 from ddptui.core.state import Phase, RankState
@@ -71,6 +72,7 @@ class Session:
         self._tasks: set[asyncio.Task[None]] = set()
         self._closing = False
         self._dumping: set[int] = set()
+        self._log: SessionLog | None = None
         self.outstanding: frozenset[int] = frozenset()
         """Ranks the broadcast in flight still waits for."""
         self.in_flight_command = ""
@@ -86,6 +88,10 @@ class Session:
             launch.check_port(spec.master_addr, spec.master_port)
         self.port = spec.master_port or launch.free_port(spec.master_addr)
         self._loop = asyncio.get_running_loop()
+        if spec.log_dir:
+            self._log = SessionLog(spec.log_dir, spec.nproc)
+            self.on_output.append(self._log.output)
+            self.on_state.append(self._log.state)
         self._dir = tempfile.mkdtemp(prefix="ddptui-")
         self._start_reaper()
         self._server = ChannelServer(os.path.join(self._dir, "channel.sock"), self._on_event)
@@ -380,6 +386,8 @@ class Session:
             await asyncio.to_thread(self._reaper.wait)
             self._reaper = None
         shutil.rmtree(self._dir, ignore_errors=True)
+        if self._log is not None:
+            self._log.close()
 
     def kill_now(self) -> None:
         """Synchronous last resort when the event loop is gone: kill everything, remove files."""
