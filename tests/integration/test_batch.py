@@ -132,3 +132,11 @@ def test_log_dir_keeps_each_rank_output_and_the_states(ddptui: Runner, tmp_path:
     assert b"(Pdb r1) p value\r\n10\r\n" in (logs / "rank-1.log").read_bytes()
     events = (logs / "session.log").read_text()
     assert "rank 0: paused at tests/scripts/steps.py:8" in events and "rank 1: exited 0" in events
+
+
+def test_ipdb_set_trace_stops_in_rank_pdb(ddptui: Runner) -> None:
+    result = ddptui.batch(SCRIPTS / "ipdb_stop.py", "p rank\np after\nn\np after\nc\n")
+    assert result.returncode == 0, result.stdout + result.stderr
+    for rank in (0, 1):
+        lines = rank_lines(result.stdout, rank)
+        assert lines[1] == '-> after = "ipdb stop"' and str(rank) in lines and "'ipdb stop'" in lines
