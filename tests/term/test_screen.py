@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
+import subprocess
+import sys
 
+import pyte
 import pytest
 
+from ddptui.term.runs import cells_to_runs, snapshot
 from ddptui.term.screen import DEFAULT_ATTR, Attr, TermScreen
 
 
@@ -146,9 +151,12 @@ def test_unprintable_and_zero_width_characters_do_not_cut_the_line() -> None:
     assert screen.text() == "abc \u2764 ok \u00e9"
 
 
-def test_unterminated_osc_does_not_swallow_the_log() -> None:
+@pytest.mark.parametrize("budget", [256 * 1024, 100])
+def test_unterminated_osc_does_not_swallow_the_log(budget: int) -> None:
     log = b"".join(b"log line %d\r\n" % i for i in range(400))
-    screen = fed(b"\x1b]0;" + log + b"last line\r\n")
+    screen = TermScreen(80, 24)
+    screen.feed(b"\x1b]0;" + log + b"last line\r\n")
+    drain(screen, budget)
     assert screen.text().endswith("last line")
 
 
@@ -280,3 +288,70 @@ def test_dirty_rows_track_changes() -> None:
     assert screen.process() is False
     screen.scroll(0)
     assert not screen.dirty
+
+
+def test_term_layer_does_not_import_the_ui() -> None:
+    code = (
+        "import sys, ddptui.term.screen, ddptui.term.keys; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'textual', 'rich'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def _token(rng: random.Random) -> bytes:
+    """One piece of realistic terminal output: text, a control, or a CSI/ESC sequence pyte knows."""
+    kind = rng.randrange(10)
+    if kind < 3:
+        return rng.choice([b"hello", b"loss=0.25", b"(Pdb) ", b"x" * rng.randrange(1, 40), b" ", b"-> a = 1"])
+    if kind == 3:
+        return rng.choice(["é", "✓", "█▌", "中文", "e\u0301", "ab中"]).encode()
+    if kind == 4:
+        return rng.choice(
+            [b"\r", b"\n", b"\r\n", b"\b", b"\t", b"\x1b7", b"\x1b8", b"\x1bD", b"\x1bM", b"\x1bE"]
+        )
+    if kind == 5:
+        colour = rng.randrange(256)
+        rgb = [rng.randrange(256) for _ in range(3)]
+        plain = [[], [0], [1], [4, 31], [rng.randrange(30, 48)], [rng.randrange(90, 108)], [7], [27]]
+        params = rng.choice([*plain, [22, 39, 49], [38, 5, colour], [48, 2, *rgb]])
+        return b"\x1b[" + b";".join(b"%d" % p for p in params) + b"m"
+    final = rng.choice(b"ABCDEFGHJKLMPX@`dfr")
+    count = rng.choice([b"", b"%d" % rng.randrange(0, 30)])
+    if final in b"Hfr" and rng.random() < 0.5:  # stock pyte raises on a second parameter elsewhere
+        count = b"%d;%d" % (rng.randrange(1, 30), rng.randrange(1, 90))
+    if final in b"JK":
+        count = b"%d" % rng.randrange(3)
+    mode = rng.choice(
+        [b"", b"", b"", b"\x1b[?7l", b"\x1b[?7h", b"\x1b[4h", b"\x1b[4l", b"\x1b[?25l", b"\x1b[?6h"]
+    )
+    return mode + b"\x1b[" + count + bytes([final])
+
+
+@pytest.mark.parametrize("size", [(80, 24), (20, 6)])
+def test_fast_paths_match_stock_pyte(size: tuple[int, int]) -> None:
+    """The fast draw and direct CSI dispatch leave exactly the screen stock pyte leaves."""
+    rng = random.Random(size[0])
+    columns, lines = size
+    for _ in range(150):
+        tokens = [_token(rng) for _ in range(rng.randrange(1, 120))]
+        data = b"".join(tokens)
+        stock = pyte.Screen(columns, lines)
+        stream = pyte.ByteStream(stock)
+        for token in tokens:
+            with contextlib.suppress(TypeError, AssertionError):  # stock pyte raises on some
+                stream.feed(token)
+        ours = TermScreen(columns, lines, history=0)
+        for start in range(0, len(data), 7):  # odd chunks: sequences split across process calls
+            ours.feed(data[start : start + 7])
+            ours.process(5)
+        drain(ours)
+        expected = [list(cells_to_runs(snapshot(stock.buffer.get(y), columns))) for y in range(lines)]
+        assert [ours.line_runs(y) for y in range(lines)] == expected, data
+        assert tuple(ours.cursor)[1:] == (stock.cursor.y, stock.cursor.hidden), data
+        assert ours.cursor.x == min(stock.cursor.x, columns - 1), data
+
+
+def test_prefixed_and_colon_csi_sequences_are_ignored_not_misread() -> None:
+    screen = fed(b"\x1b[>4;1mplain \x1b[38:2::255:0:0mstill plain\x1b[2 q \x1b[?2026$p.")
+    assert screen.line_runs(0) == [("plain still plain .", DEFAULT_ATTR)]

@@ -6,11 +6,13 @@ import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from rich.color import Color
 from textual import events
 from textual.app import App, ComposeResult
+from textual.binding import BindingType
 from textual.message import Message
 from textual.pilot import Pilot
 
@@ -24,10 +26,19 @@ class PaneApp(App[None]):
     """One rank pane, recording the messages it posts."""
 
     CSS_PATH = TCSS
+    BINDINGS: ClassVar[list[BindingType]] = [
+        ("f5", "mark('f5')"),
+        ("ctrl+o", "mark('ctrl+o')"),
+        ("x", "mark('x')"),
+    ]
 
     def __init__(self) -> None:
         super().__init__()
         self.posted: list[Message] = []
+        self.marks: list[str] = []
+
+    def action_mark(self, name: str) -> None:
+        self.marks.append(name)
 
     def compose(self) -> ComposeResult:
         yield RankPane(3, id="pane")
@@ -145,8 +156,9 @@ async def test_keys_on_focused_pane_become_input_messages() -> None:
     async with app.run_test(size=(40, 8)) as pilot:
         pane = app.query_one(RankPane)
         pane.focus()
-        await pilot.press("n", "enter", "up", "ctrl+c", "tab", "f5")
-        assert app.inputs() == [b"n", b"\r", b"\x1b[A", b"\x03", b"\t"]
+        await pilot.press("n", "enter", "up", "ctrl+c", "tab", "f5", "ctrl+o", "x")
+        assert app.inputs() == [b"n", b"\r", b"\x1b[A", b"\x03", b"\t", b"x"]
+        assert app.marks == ["f5", "ctrl+o"]  # passthrough keys reach the app's bindings
         assert all(m.control is pane and m.rank == 3 for m in app.posted if isinstance(m, RankPane.Input))
         assert pane.has_focus  # tab was typed into the rank, not used to move focus
         pane.feed(b"\x1b[?1h")
@@ -188,19 +200,19 @@ async def test_flood_never_blocks_the_event_loop_and_ends_on_the_last_lines() ->
     async with app.run_test(size=(60, 12)) as pilot:
         pane = app.query_one(RankPane)
         await pilot.pause()
-        lines = [b"flood %06d %s\r\n" % (i, b"=" * 30) for i in range(100_000)]
-        data = b"".join(lines)
+        lines = [b"flood %06d %s\r\n" % (i, b"=" * 30) for i in range(12_000)]
+        data = b"".join(lines)  # about 0.4 s of emulation, kept whole (under the 1 MiB cap)
         started = time.monotonic()
-        for start in range(0, len(data), 256 * 1024):
-            pane.feed(data[start : start + 256 * 1024])
-        assert time.monotonic() - started < 0.5  # feeding does no emulation
-        lateness = []
+        for start in range(0, len(data), 64 * 1024):
+            pane.feed(data[start : start + 64 * 1024])
+        assert time.monotonic() - started < 0.1  # feeding does no emulation
+        busy = []  # CPU seconds the event loop worked between two wake-ups of this probe
         while pane.terminal.pending:
-            before = time.monotonic()
+            before = time.thread_time()
             await asyncio.sleep(0.005)
-            lateness.append(time.monotonic() - before - 0.005)
-        print("MAXLATE", max(lateness), len(lateness))
-        assert max(lateness) < 0.15  # a frame's budget is 8 ms, not the whole backlog
+            busy.append(time.thread_time() - before)
+        assert len(busy) > 10  # the backlog took many frames...
+        assert max(busy) < 0.1  # ...each within its budget (one frame is 6 ms), not 0.4 s in one go
         await pilot.pause()
         expected = [line.decode().rstrip() for line in lines[-pane.size.height + 1 :]]
         assert rows(pane)[: len(expected)] == expected

@@ -79,8 +79,26 @@ def exit_status(states: list[RankState]) -> int:
 
 
 async def run(session: Session, lines: AsyncIterator[str], out: TextIO = sys.stdout) -> int:
-    """Run a batch script against a started session; returns the exit status."""
+    """Run a batch script against a started session; returns the exit status.
+
+    However it ends (end of input, `:quit`, a signal cancelling it), the ranks are ended and
+    each rank's last state is printed.
+    """
     transcript = Transcript(session, out)
+    try:
+        await replay(session, lines, transcript)
+        await session.wait_settled(range(len(session.ranks)))
+        transcript.flush()
+    finally:
+        await session.close()
+        for rank in session.ranks:
+            print(f"rank {rank.index}: {rank.state.describe()}", file=out)
+        out.flush()
+    return exit_status([rank.state for rank in session.ranks])
+
+
+async def replay(session: Session, lines: AsyncIterator[str], transcript: Transcript) -> None:
+    """Print the ranks' first output, then run each line; stops early at `:quit`."""
     await session.wait_settled()
     transcript.flush()
     report_early_deaths(session)
@@ -93,23 +111,16 @@ async def run(session: Session, lines: AsyncIterator[str], out: TextIO = sys.std
             continue
         if parsed.kind == "empty":
             continue
-        print(f"(ddptui) {line.strip()}", file=out)
+        print(f"(ddptui) {line.strip()}", file=transcript.out)
         if parsed.kind == "ddptui":
             if not await command(session, parsed.text, transcript):
-                break
+                return
             continue
         await session.wait_settled(range(len(session.ranks)))
         if not session.live(parsed.targets):
             transcript.note("no live rank to send it to")
             continue
         show(await session.broadcast(parsed.text, parsed.targets), transcript)
-    await session.wait_settled(range(len(session.ranks)))
-    transcript.flush()
-    await session.close()
-    for rank in session.ranks:
-        print(f"rank {rank.index}: {rank.state.describe()}", file=out)
-    out.flush()
-    return exit_status([rank.state for rank in session.ranks])
 
 
 def show(result: Broadcast, transcript: Transcript) -> None:

@@ -17,9 +17,12 @@ class SessionLog:
         try:
             os.makedirs(directory, exist_ok=True)
             self._ranks: list[IO[bytes]] = [
-                open(os.path.join(directory, f"rank-{rank}.log"), "wb") for rank in range(nproc)
+                open(os.path.join(directory, f"rank-{rank}.log"), "wb")  # noqa: SIM115 (open for the session)
+                for rank in range(nproc)
             ]
-            self._events: IO[str] = open(os.path.join(directory, "session.log"), "w", encoding="utf-8")
+            self._events: IO[str] = open(  # noqa: SIM115 (open for the session)
+                os.path.join(directory, "session.log"), "w", encoding="utf-8"
+            )
         except OSError as exc:
             raise LaunchError(f"cannot write logs to --log-dir {directory}: {exc.strerror}") from None
 
@@ -35,5 +38,6 @@ class SessionLog:
 
     def close(self) -> None:
         """Flush and close every file."""
-        for log in (*self._ranks, self._events):
+        for log in self._ranks:
             log.close()
+        self._events.close()

@@ -7,7 +7,6 @@ import re
 import time
 from collections.abc import Callable
 
-import psutil
 from ptyprocess import PtyProcess
 
 from ddptui.core.output import OutputLog
@@ -67,7 +66,8 @@ class Rank:
         """Apply one side-channel event to the state."""
         kind = event.get("ev")
         if kind in ("hello", "running"):
-            if self.state.alive:
+            already = self.state.phase is Phase.RUNNING and self.state.waiting_in is None
+            if self.state.alive and not already:
                 self.set_state(self.state.evolve(phase=Phase.RUNNING, waiting_in=None))
         elif kind == "paused":
             self.paused_count += 1
@@ -96,15 +96,6 @@ class Rank:
         if self.state.ended_by_ddptui:
             phase = self.state.phase
         self.set_state(self.state.evolve(phase=phase, exit_code=status, post_mortem=False))
-
-    def cpu_seconds(self) -> float:
-        """CPU time used so far by the rank and its children (0.0 once it is gone)."""
-        try:
-            process = psutil.Process(self.pid)
-            times = [process.cpu_times(), *(c.cpu_times() for c in process.children(recursive=True))]
-        except psutil.Error:
-            return 0.0
-        return float(sum(t.user + t.system for t in times))
 
     # -- the terminal ---------------------------------------------------------------------
     def prompt_shown(self) -> bool:
@@ -159,7 +150,7 @@ class Rank:
                 self.closed = True
                 break
             chunks.append(chunk)
-            if len(chunks) >= 16:
+            if len(chunk) < 65536 or len(chunks) >= 16:
                 break
         data = b"".join(chunks)
         if data:

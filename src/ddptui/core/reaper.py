@@ -14,32 +14,14 @@ import signal
 import sys
 import time
 
-
-def processes() -> dict[int, tuple[int, int]]:
-    """Every live (not zombie) process as pid -> (parent pid, session id), from /proc."""
-    table: dict[int, tuple[int, int]] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != b"Z":
-            table[int(name)] = (int(fields[1]), int(fields[3]))
-    return table
+from ddptui.core import proctable
+from ddptui.core.proctable import descendants
 
 
 def doomed(leaders: set[int]) -> set[int]:
     """The ranks, everything in their sessions, and all their descendants."""
-    table = processes()
-    found = {pid for pid, (_, sid) in table.items() if sid in leaders} | (leaders & table.keys())
-    grew = True
-    while grew:
-        children = {pid for pid, (ppid, _) in table.items() if ppid in found} - found
-        found |= children
-        grew = bool(children)
+    table = proctable.scan()
+    found = descendants(table, {pid for pid, proc in table.items() if proc.sid in leaders} | leaders)
     found.discard(os.getpid())
     return found
 

@@ -21,16 +21,12 @@ from ddptui.core import launch, reaper
 from ddptui.core.channel import ChannelServer, Event
 from ddptui.core.logs import SessionLog
 from ddptui.core.rank import Rank
-from ddptui.core.stacks import waiting_point
+from ddptui.core.stalls import StallWatch
 from ddptui.core.state import Phase, RankState
 from ddptui.core.targets import Line, TargetError, format_ranks, parse_line, parse_ranks
 
 TICK = 0.1
 """Seconds between checks for stalled ranks and overdue prompts."""
-IDLE_WINDOW = 0.5
-"""Seconds of CPU accounting behind an idle/busy verdict."""
-IDLE_CPU = 0.2
-"""Below this share of one core, a running rank counts as idle (blocked, sleeping)."""
 
 
 @dataclass
@@ -52,12 +48,19 @@ class Broadcast:
     """Targeted ranks that were not at a prompt, with their state in words."""
 
 
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    """Complete a waiter unless it is already done (or cancelled)."""
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 class Session:
     """A running job: N ranks, each in its own pty, driven from one asyncio loop."""
 
     def __init__(self, spec: launch.LaunchSpec) -> None:
         self.spec = spec
         self.ranks: list[Rank] = []
+        self._by_pid: dict[int, Rank] = {}
         self.targets: frozenset[int] | None = None
         """The default broadcast target; None means every live rank."""
         self.on_output: list[Callable[[int, bytes], None]] = []
@@ -71,7 +74,7 @@ class Session:
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
         self._closing = False
-        self._dumping: set[int] = set()
+        self._stalls: StallWatch | None = None
         self._log: SessionLog | None = None
         self.outstanding: frozenset[int] = frozenset()
         """Ranks the broadcast in flight still waits for."""
@@ -93,6 +96,7 @@ class Session:
             self.on_output.append(self._log.output)
             self.on_state.append(self._log.state)
         self._dir = tempfile.mkdtemp(prefix="ddptui-")
+        self._stalls = StallWatch(spec.stall_timeout, self._dir)
         self._start_reaper()
         self._server = ChannelServer(os.path.join(self._dir, "channel.sock"), self._on_event)
         await self._server.start()
@@ -125,6 +129,7 @@ class Session:
         assert self._loop is not None
         rank = Rank(index, proc, self._state_changed)
         self.ranks.append(rank)
+        self._by_pid[rank.pid] = rank
         self._tell_reaper(f"pid {rank.pid}")
         self._loop.add_reader(rank.fd, self._drain, rank)
         pidfd = os.pidfd_open(rank.pid)
@@ -163,12 +168,12 @@ class Session:
 
     def _on_event(self, event: Event) -> None:
         """Route a side-channel event to its rank (events from forked children are ignored)."""
-        for rank in self.ranks:
-            if rank.pid == event.get("pid"):
-                if event.get("ev") == "hello":
-                    rank.hello = True
-                rank.on_event(event)
-                return
+        pid = event.get("pid")
+        rank = self._by_pid.get(pid) if isinstance(pid, int) else None
+        if rank is not None:
+            if event.get("ev") == "hello":
+                rank.hello = True
+            rank.on_event(event)
 
     def _state_changed(self, rank: Rank) -> None:
         """Tell the front ends, wake the waiters."""
@@ -180,16 +185,18 @@ class Session:
         """Wake every coroutine waiting for a change."""
         waiters, self._changed = self._changed, []
         for waiter in waiters:
-            if not waiter.done():
-                waiter.set_result(None)
+            _resolve(waiter)
 
     async def _changed_or_tick(self) -> None:
         """Wait for any change, or at most one tick."""
         assert self._loop is not None
         waiter = self._loop.create_future()
         self._changed.append(waiter)
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(waiter, TICK)
+        timer = self._loop.call_later(TICK, _resolve, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
 
     async def wait_until(self, condition: Callable[[], bool], timeout: float | None = None) -> bool:
         """Wait until `condition()` holds; False if `timeout` passed first."""
@@ -202,79 +209,18 @@ class Session:
 
     # -- stalls -----------------------------------------------------------------------------
     async def _watch(self) -> None:
-        """Mark ranks that run too long without the job making progress as waiting, and say where.
-
-        A rank importing torch or computing is slow, not stuck, and so are the ranks waiting for
-        it: while any running rank uses CPU, none is called waiting (up to three stall timeouts,
-        so a rank spinning forever cannot hold up a batch). A waiting rank that uses CPU again
-        is running again.
-        """
-        cpu: dict[int, float] = {}
-        sampled = progress = time.monotonic()
+        """Mark stalled ranks waiting (see `StallWatch`); a waiting rank using CPU runs again."""
+        assert self._stalls is not None
         while not self._closing:
             now = time.monotonic()
-            if now - sampled >= IDLE_WINDOW:
-                busy = self._busy(cpu, now - sampled)
-                sampled = now
-                if busy:
-                    progress = now
-                for rank in busy:
-                    if rank.state.phase is Phase.WAITING:
-                        rank.set_state(rank.state.evolve(phase=Phase.RUNNING))
+            for rank in self._stalls.sample(self.ranks, now):
+                if rank.state.phase is Phase.WAITING:
+                    rank.set_state(rank.state.evolve(phase=Phase.RUNNING))
             for rank in self.ranks:
-                if self._stalled(rank, now, progress) and rank.index not in self._dumping:
-                    self._dumping.add(rank.index)
-                    self._spawn_task(self._mark_waiting(rank))
+                if self._stalls.due(rank, now):
+                    self._spawn_task(self._stalls.mark_waiting(rank))
             self._notify()
             await asyncio.sleep(TICK)
-
-    def _busy(self, cpu: dict[int, float], interval: float) -> list[Rank]:
-        """The running ranks that used more than IDLE_CPU of a core since the last sample."""
-        busy = []
-        for rank in self.ranks:
-            if rank.state.alive and rank.state.phase is not Phase.PAUSED:
-                used, before = rank.cpu_seconds(), cpu.get(rank.index)
-                cpu[rank.index] = used
-                if before is not None and (used - before) / interval > IDLE_CPU:
-                    busy.append(rank)
-        return busy
-
-    def _stalled(self, rank: Rank, now: float, progress: float) -> bool:
-        """True for a running rank past the stall timeout with no progress anywhere in the job."""
-        if rank.state.phase not in (Phase.STARTING, Phase.RUNNING):
-            return False
-        running_for = now - rank.phase_since
-        timeout = self.spec.stall_timeout
-        return running_for > 3 * timeout or min(running_for, now - progress) > timeout
-
-    async def _mark_waiting(self, rank: Rank) -> None:
-        """Dump the rank's stack (SIGUSR1 → faulthandler) and mark it waiting there."""
-        try:
-            dump = await self.stack_dump(rank) if rank.hello else ""
-            location, callee = waiting_point(dump)
-            if rank.state.phase in (Phase.STARTING, Phase.RUNNING):
-                rank.set_state(rank.state.evolve(phase=Phase.WAITING, location=location, waiting_in=callee))
-        finally:
-            self._dumping.discard(rank.index)
-
-    async def stack_dump(self, rank: Rank, timeout: float = 1.0) -> str:
-        """Every thread's Python stack of a running rank, via faulthandler on SIGUSR1."""
-        path = os.path.join(self._dir, f"stack-{rank.index}.txt")
-        with contextlib.suppress(OSError):
-            os.truncate(path, 0)
-            os.kill(rank.pid, signal.SIGUSR1)
-        deadline, last = time.monotonic() + timeout, ""
-        while time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
-            try:
-                with open(path, errors="replace") as dump:
-                    text = dump.read()
-            except OSError:
-                return ""
-            if text and text == last:
-                return text
-            last = text
-        return last
 
     # -- input ------------------------------------------------------------------------------
     def send_input(self, index: int, data: bytes) -> None:
@@ -335,7 +281,9 @@ class Session:
             self.in_flight_command = command
             for rank in ready:
                 rank.set_state(rank.state.evolve(phase=Phase.RUNNING))
-                self.send_input(rank.index, command.encode() + b"\r")
+            line = command.encode() + b"\r"
+            for rank in ready:
+                self.send_input(rank.index, line)
             try:
                 await self.wait_until(lambda: not self._still_out(ready, start))
             finally:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 import os
 import signal
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 
 class Phase(enum.Enum):
@@ -90,8 +90,10 @@ class RankState:
         return self.phase is Phase.PAUSED
 
     def evolve(self, **changes: object) -> RankState:
-        """A copy with some fields changed."""
-        return replace(self, **changes)  # type: ignore[arg-type]
+        """A copy with some fields changed (cheaper than dataclasses.replace, on every event)."""
+        state = object.__new__(RankState)
+        state.__dict__.update(self.__dict__, **changes)
+        return state
 
     def describe(self) -> str:
         """The state in words: `paused at train.py:14`, `crashed NameError: ...`, `exited 0`."""

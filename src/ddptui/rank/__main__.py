@@ -12,6 +12,7 @@ import os
 import runpy
 import signal
 import sys
+import threading
 import traceback
 from typing import IO, Any
 
@@ -25,6 +26,19 @@ def stack_dump_file(rank: int) -> IO[Any]:
     if not state_dir:
         return sys.stderr
     return open(os.path.join(state_dir, f"stack-{rank}.txt"), "a")  # kept open; append: the core truncates it
+
+
+def route_stack_dumps(rank: int) -> None:
+    """Dump every thread's stack on SIGUSR1, received by a thread of ddptui's own.
+
+    A signal landing on the main thread interrupts its system call (poll, connect), and torch
+    then logs an error and retries its TCPStore connection seconds later. Blocking SIGUSR1 in
+    the main thread (and so in every thread it starts) leaves it to an idle thread instead.
+    """
+    faulthandler.register(signal.SIGUSR1, file=stack_dump_file(rank), all_threads=True)
+    threading.Thread(target=threading.Event().wait, name="ddptui-signals", daemon=True).start()
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+    os.register_at_fork(after_in_child=lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1}))
 
 
 def exit_code(code: Any) -> int:
@@ -55,7 +69,7 @@ def run(argv: list[str]) -> int:
         return 2
     rank = debugger.rank_number()
     debugger.install()
-    faulthandler.register(signal.SIGUSR1, file=stack_dump_file(rank), all_threads=True)
+    route_stack_dumps(rank)
     channel.send("hello", rank=rank)
     try:
         if argv[0] == "-m":

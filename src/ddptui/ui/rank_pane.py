@@ -82,7 +82,8 @@ class RankPane(Widget, can_focus=True):
     budget per frame, so a flood never blocks the event loop; keys and pastes go out as
     `RankPane.Input`, a new size as `RankPane.Resized`, for the app to write to the rank's pty.
     Every key is typed into the rank except `PASSTHROUGH_KEYS` (left to the app's bindings) and
-    shift+pageup/pagedown, which scroll back like the mouse wheel.
+    shift+pageup/pagedown, which scroll back like the mouse wheel. A pane that is not on screen
+    does not emulate: its backlog is capped (see `TermScreen`) and caught up once it is shown.
     """
 
     PASSTHROUGH_KEYS: ClassVar[frozenset[str]] = frozenset(
@@ -93,10 +94,10 @@ class RankPane(Widget, can_focus=True):
     FRAME_INTERVAL: ClassVar[float] = 1 / 30
     """Seconds between emulation frames."""
 
-    FRAME_BUDGET: ClassVar[float] = 0.008
+    FRAME_BUDGET: ClassVar[float] = 0.006
     """Seconds of emulation a pane may spend per frame; the rest waits for the next one."""
 
-    STEP: ClassVar[int] = 4096
+    STEP: ClassVar[int] = 2048
     """Bytes emulated between two checks of the frame budget."""
 
     WHEEL_LINES: ClassVar[int] = 3
@@ -165,7 +166,7 @@ class RankPane(Widget, can_focus=True):
         *,
         columns: int = 80,
         lines: int = 24,
-        id: str | None = None,  # noqa: A002 - Textual's name
+        id: str | None = None,
         classes: str | None = None,
     ) -> None:
         """Create the pane of `rank`, emulating a `columns` x `lines` terminal until laid out."""
@@ -190,7 +191,7 @@ class RankPane(Widget, can_focus=True):
     def scroll_back(self, lines: int) -> None:
         """Scroll the view `lines` back into the scrollback (negative: towards the live screen)."""
         if self._screen.scroll(lines):
-            self.set_class(self._screen.scroll_offset > 0, "-scrolled")
+            self._show_scroll()
             self._refresh_dirty()
 
     def get_content_width(self, container: Size, viewport: Size) -> int:
@@ -306,11 +307,19 @@ class RankPane(Widget, can_focus=True):
             deadline = monotonic() + self.FRAME_BUDGET
             while screen.pending and monotonic() < deadline:
                 screen.process(self.STEP)
-            self.set_class(screen.scroll_offset > 0, "-scrolled")
+            self._show_scroll()
             replies = screen.take_replies()
             if replies:
                 self.post_message(self.Reply(self.rank, replies, self))
         self._refresh_dirty()
+
+    def _show_scroll(self) -> None:
+        """Mark a scrolled-back view with the `-scrolled` class and a subtitle saying how far."""
+        offset = self._screen.scroll_offset
+        self.set_class(offset > 0, "-scrolled")
+        subtitle = f"scrolled back {offset} lines" if offset else ""
+        if self.border_subtitle != subtitle:
+            self.border_subtitle = subtitle
 
     def _refresh_dirty(self) -> None:
         """Repaint the view rows the screen marked dirty (all of them if most changed)."""

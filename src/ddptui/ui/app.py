@@ -1,0 +1,306 @@
+"""`DdptuiApp`: a pane per rank, a rank bar, and a command line that broadcasts in lockstep.
+
+The app renders the core's state and forwards input; the `Session` owns every process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from collections.abc import Iterable
+
+from textual import work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Grid
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from ddptui.core.batch import exit_status
+from ddptui.core.launch import LaunchError, LaunchSpec
+from ddptui.core.session import Session
+from ddptui.core.state import RankState
+from ddptui.core.targets import TargetError, format_ranks
+from ddptui.ui.command_bar import CommandBar
+from ddptui.ui.quit_screen import QuitScreen
+from ddptui.ui.rank_bar import RankBar
+from ddptui.ui.rank_pane import RankPane
+
+PAGE_SIZE = 8
+"""Panes shown at once; more ranks are paged (F3/F4 move the focus across pages)."""
+QUIT_WORDS = {"q", "quit", "exit", ":q", ":quit"}
+"""Command-line entries that quit ddptui instead of going to pdb."""
+HELP = (
+    "F2 broadcast/typing · F10 n · F11 s · Shift+F11 r · F5 c · F3/F4 previous/next rank · "
+    "@0,2 CMD a subset · :ranks 0-1 default targets · :state · q quit"
+)
+
+
+def grid_shape(count: int) -> tuple[int, int]:
+    """Columns and rows for `count` panes."""
+    if count <= 2:
+        return count, 1
+    if count <= 4:
+        return 2, 2
+    return (count + 1) // 2, 2
+
+
+class DdptuiApp(App[int]):
+    """The interactive debugger."""
+
+    CSS_PATH = ["app.tcss", "rank_pane.tcss"]
+    TITLE = "ddptui"
+    BINDINGS = [
+        Binding("f2", "toggle_broadcast", "Broadcast/typing", priority=True),
+        Binding("f10", "step('n')", "Next (n)", priority=True),
+        Binding("f11", "step('s')", "Step (s)", priority=True),
+        Binding("shift+f11", "step('r')", "Return (r)", priority=True),
+        Binding("f5", "step('c')", "Continue (c)", priority=True),
+        Binding("f3", "focus_rank(-1)", "Prev rank", priority=True),
+        Binding("f4", "focus_rank(1)", "Next rank", priority=True),
+        Binding("ctrl+q", "quit", "Quit", priority=True),
+    ]
+
+    def __init__(self, spec: LaunchSpec) -> None:
+        super().__init__()
+        self.spec = spec
+        self.session = Session(spec)
+        self.page = 0
+        self.focused_rank = 0
+        self.broadcasting = False
+        self.panes = [
+            RankPane(rank, columns=spec.columns, lines=spec.lines, id=f"rank-{rank}")
+            for rank in range(spec.nproc)
+        ]
+        self._quitting = False
+
+    # -- layout -----------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        """Rank bar, the grid of panes, the command line, the footer."""
+        yield RankBar()
+        with Grid(id="panes"):
+            yield from self.panes
+        yield CommandBar()
+        yield Footer()
+
+    def pane(self, rank: int) -> RankPane:
+        """The pane of a rank."""
+        return self.panes[rank]
+
+    def show_page(self, page: int) -> None:
+        """Show the panes of one page of ranks and lay them out as a grid."""
+        self.page = page
+        first = page * PAGE_SIZE
+        shown = range(first, min(first + PAGE_SIZE, self.spec.nproc))
+        columns, rows = grid_shape(len(shown))
+        grid = self.query_one("#panes", Grid)
+        grid.styles.grid_size_columns, grid.styles.grid_size_rows = columns, rows
+        for rank in range(self.spec.nproc):
+            self.pane(rank).display = rank in shown
+        pages = (self.spec.nproc + PAGE_SIZE - 1) // PAGE_SIZE
+        self.sub_title = f"ranks {shown.start}-{shown.stop - 1} of {self.spec.nproc}" if pages > 1 else ""
+
+    async def on_mount(self) -> None:
+        """Lay out, then start the job once the panes know their size."""
+        self.show_page(0)
+        self.query_one(RankBar).states = tuple(RankState() for _ in range(self.spec.nproc))
+        self.pane(0).focus()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(sig, self.shutdown)
+        self.set_interval(0.1, self._show_flight)
+        self.call_after_refresh(self.start_session)
+
+    def on_unmount(self) -> None:
+        """Never leave a rank behind, however the app ends."""
+        self.session.on_output.clear()
+        self.session.on_state.clear()
+        self.session.kill_now()
+
+    @work(exclusive=True, group="session")
+    async def start_session(self) -> None:
+        """Spawn the ranks and wire their output and state to the panes."""
+        self.session.on_output.append(self._rank_output)
+        self.session.on_state.append(self._rank_state)
+        try:
+            await self.session.start()
+        except LaunchError as exc:
+            self.exit(2, return_code=2, message=f"ddptui: error: {exc}")
+            return
+        for rank in range(self.spec.nproc):
+            terminal = self.pane(rank).terminal
+            self.session.resize(rank, terminal.columns, terminal.lines)
+
+    # -- core → view ------------------------------------------------------------------------
+    def _rank_output(self, rank: int, data: bytes) -> None:
+        """Hand bytes to the rank's pane (cheap: emulation happens on the pane's frame timer)."""
+        self.pane(rank).feed(data)
+
+    def _rank_state(self, rank: int, state: RankState) -> None:
+        """Show a rank's new state in the bar and on its pane (none once the app is closing)."""
+        if not self.is_running or not self.screen.query(RankBar):
+            return
+        bar = self.query_one(RankBar)
+        states = list(bar.states)
+        states[rank] = state
+        bar.states = tuple(states)
+        pane = self.pane(rank)
+        pane.border_title = f"rank {rank} · {state.describe()}"
+        pane.set_class(not state.alive, "-exited")
+        pane.set_class(state.crash is not None, "-crashed")
+
+    def _show_flight(self) -> None:
+        """Show which ranks the broadcast in flight still waits for."""
+        bar = self.query_one(RankBar)
+        bar.outstanding = self.session.outstanding
+        bar.in_flight = self.session.in_flight_command
+
+    # -- view → core ------------------------------------------------------------------------
+    def on_rank_pane_input(self, event: RankPane.Input) -> None:
+        """Keys typed in a pane go to that rank alone."""
+        self.session.send_input(event.rank, event.data)
+
+    def on_rank_pane_reply(self, event: RankPane.Reply) -> None:
+        """Terminal answers (cursor position queries) go back to the asking rank."""
+        self.session.send_input(event.rank, event.data)
+
+    def on_rank_pane_resized(self, event: RankPane.Resized) -> None:
+        """A pane's size is its rank's terminal size."""
+        if self.session.ranks:
+            self.session.resize(event.rank, event.columns, event.lines)
+
+    def on_descendant_focus(self, event: object) -> None:
+        """Follow the focus: a focused pane means typing goes to that rank."""
+        focused = self.focused
+        bar = self.query_one(CommandBar)
+        if isinstance(focused, RankPane):
+            self.focused_rank, self.broadcasting = focused.rank, False
+        elif focused is bar.input:
+            self.broadcasting = True
+        bar.broadcast, bar.focused_rank = self.broadcasting, self.focused_rank
+
+    def on_command_bar_submitted(self, event: CommandBar.Submitted) -> None:
+        """Run a line from the command line."""
+        line = event.line.strip()
+        if line in QUIT_WORDS:
+            self.action_quit()
+            return
+        try:
+            parsed = self.session.parse(line)
+        except TargetError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        if parsed.kind == "ddptui":
+            self.ddptui_command(parsed.text)
+        elif parsed.kind == "pdb":
+            self.broadcast(parsed.text, parsed.targets)
+
+    def ddptui_command(self, text: str) -> None:
+        """`:ranks`, `:state`, `:help`."""
+        name, _, arg = text.partition(" ")
+        if name in ("ranks", "r"):
+            try:
+                self.notify(self.session.set_targets(arg))
+            except TargetError as exc:
+                self.notify(str(exc), severity="error")
+            targets = self.session.targets
+            self.query_one(CommandBar).target = "all" if targets is None else f"ranks {format_ranks(targets)}"
+        elif name in ("state", "status"):
+            self.notify("\n".join(f"rank {r.index}: {r.state.describe()}" for r in self.session.ranks))
+        else:
+            self.notify(HELP, title="keys" if name == "help" else f"unknown command :{name}", timeout=10)
+
+    @work(group="broadcast")
+    async def broadcast(self, command: str, targets: frozenset[int] | None = None) -> None:
+        """Send a pdb command to the target ranks in lockstep (queued behind one in flight)."""
+        if not self.session.ranks or self._quitting:
+            return
+        if not self.session.live(targets):
+            self.notify("no live rank to send it to", severity="warning")
+            return
+        result = await self.session.broadcast(command, targets)
+        if result.skipped:
+            skipped = ", ".join(f"rank {r} ({why})" for r, why in result.skipped.items())
+            self.notify(f"{command!r} not sent to {skipped}: not at a prompt", severity="warning")
+
+    # -- actions ----------------------------------------------------------------------------
+    def action_step(self, command: str) -> None:
+        """Broadcast a stepping command to the target ranks."""
+        self.broadcast(command, None)
+
+    def action_toggle_broadcast(self) -> None:
+        """Switch typing between the command line (broadcast) and the focused rank's pane."""
+        if self.broadcasting:
+            self.pane(self.focused_rank).focus()
+        else:
+            self.query_one(CommandBar).input.focus()
+
+    def action_focus_rank(self, delta: int) -> None:
+        """Type into the previous/next rank, paging when it is not shown."""
+        rank = (self.focused_rank + delta) % self.spec.nproc if not self.broadcasting else self.focused_rank
+        if rank // PAGE_SIZE != self.page:
+            self.show_page(rank // PAGE_SIZE)
+        self.call_after_refresh(self.pane(rank).focus)
+
+    def action_quit(self) -> None:  # type: ignore[override]
+        """Quit, asking first while ranks are alive."""
+        alive = len(self.session.live(range(self.spec.nproc)))
+        if not alive:
+            self.shutdown()
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.shutdown()
+
+        self.push_screen(QuitScreen(alive), answered)
+
+    def shutdown(self) -> None:
+        """End every rank, then exit."""
+        if not self._quitting:
+            self._quitting = True
+            self._end_session()
+
+    @work(exclusive=True, group="session")
+    async def _end_session(self) -> None:
+        """Close the session (ends every rank process tree) and exit with the job's status."""
+        self.query_one(RankBar).in_flight = "ending ranks"
+        await self.session.close()
+        self.exit(exit_status([rank.state for rank in self.session.ranks]))
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:  # type: ignore[type-arg]
+        """Every binding in the command palette too."""
+        yield from super().get_system_commands(screen)
+        yield SystemCommand(
+            "Broadcast/typing (F2)",
+            "Type into the command line or the focused pane",
+            self.action_toggle_broadcast,
+        )
+        for key, command, name in (
+            ("F10", "n", "Next"),
+            ("F11", "s", "Step"),
+            ("Shift+F11", "r", "Return"),
+            ("F5", "c", "Continue"),
+        ):
+            yield SystemCommand(
+                f"{name} ({key})",
+                f"Broadcast `{command}` to the target ranks",
+                lambda c=command: self.action_step(c),
+            )
+        yield SystemCommand(
+            "Previous rank (F3)", "Type into the previous rank", lambda: self.action_focus_rank(-1)
+        )
+        yield SystemCommand("Next rank (F4)", "Type into the next rank", lambda: self.action_focus_rank(1))
+
+
+def run_app(spec: LaunchSpec) -> int:
+    """Run the app; print each rank's last state after it closes; return the exit status."""
+    app = DdptuiApp(spec)
+    status = app.run()
+    app.session.kill_now()
+    if app.return_code == 2 or status is None:
+        return app.return_code or 1
+    for rank in app.session.ranks:
+        print(f"rank {rank.index}: {rank.state.describe()}", file=sys.stdout)
+    return status

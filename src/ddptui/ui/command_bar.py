@@ -1,0 +1,110 @@
+"""`CommandBar`: the line at the bottom that broadcasts pdb commands, with a mode indicator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual import events
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.css.query import NoMatches
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import Input, Label
+
+
+class CommandInput(Input):
+    """An Input with a history on up/down, like a shell."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.history: list[str] = []
+        self._back = 0
+
+    def remember(self, line: str) -> None:
+        """Add a submitted line to the history."""
+        if line and (not self.history or self.history[-1] != line):
+            self.history.append(line)
+        self._back = 0
+
+    def on_key(self, event: events.Key) -> None:
+        """Up/down walk the history."""
+        if event.key not in ("up", "down") or not self.history:
+            return
+        event.stop()
+        event.prevent_default()
+        self._back = max(0, min(len(self.history), self._back + (1 if event.key == "up" else -1)))
+        self.value = self.history[-self._back] if self._back else ""
+        self.cursor_position = len(self.value)
+
+
+class CommandBar(Horizontal):
+    """Mode indicator + command line. Enter submits a `CommandBar.Submitted`."""
+
+    target: reactive[str] = reactive("all")
+    """The ranks a broadcast goes to, in words."""
+    broadcast: reactive[bool] = reactive(False)
+    """True when typing goes to the command line; False when it goes to the focused pane."""
+    focused_rank: reactive[int] = reactive(0)
+    """The pane keystrokes go to when not broadcasting."""
+
+    @dataclass
+    class Submitted(Message):
+        """A line entered on the command line."""
+
+        bar: CommandBar
+        line: str
+
+        @property
+        def control(self) -> CommandBar:
+            """The bar the line came from."""
+            return self.bar
+
+    def compose(self) -> ComposeResult:
+        """The indicator, then the input."""
+        yield Label(id="mode")
+        yield CommandInput(
+            placeholder="pdb command for every target rank (n, s, c, p expr, @0,2 cmd, :ranks 0-1)"
+        )
+
+    def on_mount(self) -> None:
+        """Draw the indicator once."""
+        self._show_mode()
+
+    def watch_target(self) -> None:
+        """Redraw the indicator."""
+        self._show_mode()
+
+    def watch_broadcast(self) -> None:
+        """Redraw the indicator and the mode class."""
+        self._show_mode()
+
+    def watch_focused_rank(self) -> None:
+        """Redraw the indicator."""
+        self._show_mode()
+
+    def _show_mode(self) -> None:
+        """`BROADCAST → all` or `TYPING → rank 2`."""
+        try:
+            label = self.query_one("#mode", Label)
+        except NoMatches:
+            return
+        if self.broadcast:
+            label.update(f" BROADCAST → {self.target} ")
+        else:
+            label.update(f" TYPING → rank {self.focused_rank} ")
+        self.set_class(self.broadcast, "-broadcast")
+        self.set_class(not self.broadcast, "-typing")
+
+    @property
+    def input(self) -> CommandInput:
+        """The input widget."""
+        return self.query_one(CommandInput)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Forward the line, clear the input."""
+        event.stop()
+        line = event.value
+        self.input.remember(line.strip())
+        self.input.value = ""
+        self.post_message(self.Submitted(self, line))

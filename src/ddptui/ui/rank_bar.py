@@ -1,0 +1,77 @@
+"""`RankBar`: every rank's state in colour, what a broadcast still waits for, and divergence."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from ddptui.core.state import Phase, RankState
+from ddptui.core.targets import format_ranks
+
+PHASE_STYLES = {
+    Phase.STARTING: "dim",
+    Phase.RUNNING: "bold blue",
+    Phase.PAUSED: "bold green",
+    Phase.WAITING: "bold yellow",
+    Phase.EXITED: "dim",
+    Phase.CRASHED: "bold red",
+}
+
+
+def chip(index: int, state: RankState) -> Text:
+    """One rank's entry: `r0 paused at train.py:28`, coloured by phase."""
+    style = PHASE_STYLES[state.phase]
+    if state.crash is not None or (state.phase is Phase.EXITED and state.exit_code):
+        style = "bold red"
+    return Text.assemble((f" r{index} ", "reverse " + style), (f" {state.describe()} ", style))
+
+
+def divergence(states: tuple[RankState, ...]) -> str:
+    """Say where paused ranks stand when they are not all at the same line; empty otherwise."""
+    groups: dict[str, set[int]] = {}
+    for index, state in enumerate(states):
+        if state.phase is Phase.PAUSED and state.location is not None and state.crash is None:
+            groups.setdefault(str(state.location), set()).add(index)
+    if len(groups) < 2:
+        return ""
+    parts = [
+        f"{format_ranks(ranks)} at {where}"
+        for where, ranks in sorted(groups.items(), key=lambda g: min(g[1]))
+    ]
+    return "ranks diverge: " + " · ".join(parts)
+
+
+class RankBar(Widget):
+    """A live summary of all ranks, above the panes."""
+
+    states: reactive[tuple[RankState, ...]] = reactive(tuple, layout=True)
+    """The state of each rank, indexed by rank."""
+    outstanding: reactive[frozenset[int]] = reactive(frozenset)
+    """Ranks the broadcast in flight still waits for."""
+    in_flight: reactive[str] = reactive("")
+    """The command being broadcast, or empty."""
+
+    def render(self) -> Text:
+        """Chips for every rank, then a line about the broadcast in flight and divergence."""
+        text = Text()
+        for index, state in enumerate(self.states):
+            entry = chip(index, state)
+            if index in self.outstanding:
+                entry.append("⧗", "bold yellow")
+            text.append_text(entry)
+            text.append("  ")
+        notes = []
+        if self.in_flight:
+            waiting = format_ranks(self.outstanding) if self.outstanding else "-"
+            notes.append(Text(f"⧗ {self.in_flight!r} out on ranks {waiting}", "yellow"))
+        if warning := divergence(self.states):
+            notes.append(Text(f"⚠ {warning}", "bold magenta"))
+        for note in notes:
+            text.append("\n")
+            text.append_text(note)
+        return text
+
+    def watch_states(self, states: tuple[RankState, ...]) -> None:
+        """Flag the bar when ranks diverge, so styles can draw attention to it."""
+        self.set_class(bool(divergence(states)), "-diverged")

@@ -1,0 +1,139 @@
+"""The app driven by Pilot against real ranks under real ptys."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import SCRIPTS
+from textual.pilot import Pilot
+
+from ddptui.core.launch import LaunchSpec
+from ddptui.core.state import Phase
+from ddptui.ui.app import DdptuiApp
+from ddptui.ui.command_bar import CommandBar
+from ddptui.ui.rank_bar import RankBar
+from ddptui.ui.rank_pane import RankPane
+
+SNAPSHOT_DIR = Path("/tmp/ddptui-snapshot")
+
+
+async def until(pilot: Pilot[int], condition: Callable[[], object], timeout: float = 30.0) -> None:
+    """Let the app run until `condition()` holds; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        await pilot.pause(0.05)
+
+
+def screen_text(app: DdptuiApp, rank: int) -> str:
+    """What a rank's pane shows."""
+    return app.query_one(f"#rank-{rank}", RankPane).terminal.text()
+
+
+def all_paused(app: DdptuiApp) -> bool:
+    """Every rank at its prompt with the prompt drawn."""
+    ranks = app.session.ranks
+    return bool(ranks) and all(
+        r.state.phase is Phase.PAUSED
+        and f"(Pdb r{r.index})" in screen_text(app, r.index).splitlines()[-1:][0]
+        if screen_text(app, r.index).strip()
+        else False
+        for r in ranks
+    )
+
+
+def last_line(app: DdptuiApp, rank: int) -> str:
+    """The last non-empty line of a pane."""
+    lines = [line for line in screen_text(app, rank).splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def spec(script: Path, nproc: int = 2) -> LaunchSpec:
+    """A plain-Python job."""
+    return LaunchSpec(target=str(script), nproc=nproc, stall_timeout=5)
+
+
+@pytest.fixture
+def app() -> DdptuiApp:
+    """The app on a 2-rank plain-Python job; its processes are checked gone afterwards."""
+    application = DdptuiApp(spec(SCRIPTS / "steps.py"))
+    yield application
+    pids = [r.pid for r in application.session.ranks]
+    alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    assert not alive
+
+
+async def test_panes_show_prompts_and_f10_steps_every_rank(app: DdptuiApp) -> None:
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: all_paused(app))
+        for rank in (0, 1):
+            assert "-> value += 1" in screen_text(app, rank)
+        await pilot.press("f10")
+        await until(pilot, lambda: all("-> value += 2" in screen_text(app, r) for r in (0, 1)))
+        await until(pilot, lambda: all_paused(app))
+
+
+async def test_typing_in_a_pane_goes_to_that_rank_only(app: DdptuiApp) -> None:
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: all_paused(app))
+        await pilot.press("f4")  # focus rank 1
+        await pilot.pause()
+        assert isinstance(app.focused, RankPane) and app.focused.rank == 1
+        await pilot.press(*"p rank * 7", "enter")
+        await until(pilot, lambda: "7" in screen_text(app, 1).splitlines())
+        assert "p rank * 7" not in screen_text(app, 0)
+
+
+async def test_broadcast_answers_in_every_pane(app: DdptuiApp) -> None:
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: all_paused(app))
+        await pilot.press("f2")
+        await pilot.pause()
+        bar = app.query_one(CommandBar)
+        assert bar.broadcast and app.focused is bar.input
+        await pilot.press(*"p rank + 100", "enter")
+        await until(pilot, lambda: all(f"{100 + r}" in screen_text(app, r).splitlines() for r in (0, 1)))
+
+
+async def test_rank_bar_follows_paused_running_exited(app: DdptuiApp) -> None:
+    async with app.run_test(size=(160, 40)) as pilot:
+        bar = app.query_one(RankBar)
+        await until(pilot, lambda: all_paused(app))
+        assert "paused at" in str(bar.render()) and "steps.py:8" in str(bar.render())
+        await pilot.press("f5")
+        await until(pilot, lambda: str(bar.render()).count("exited 0") == 2)
+        assert app.query_one("#rank-0", RankPane).has_class("-exited")
+
+
+async def test_quit_confirms_and_ends_every_rank(app: DdptuiApp) -> None:
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: all_paused(app))
+        pids = [r.pid for r in app.session.ranks]
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "QuitScreen"
+        await pilot.press("y")
+        await until(pilot, lambda: not app.is_running, timeout=10)
+    assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in pids)
+
+
+def test_main_screen_snapshot(snap_compare: Callable[..., bool]) -> None:
+    SNAPSHOT_DIR.mkdir(exist_ok=True)
+    shutil.copy(SCRIPTS / "steps.py", SNAPSHOT_DIR / "steps.py")
+    application = DdptuiApp(spec(SNAPSHOT_DIR / "steps.py"))
+
+    async def settle(pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: all_paused(application))
+        await pilot.press("f10")
+        await until(pilot, lambda: all("-> value += 2" in screen_text(application, r) for r in (0, 1)))
+        await until(pilot, lambda: all_paused(application))
+        panes = list(application.query(RankPane))
+        await until(pilot, lambda: all(p.terminal.pending == 0 for p in panes))
+        await pilot.pause(0.2)
+
+    assert snap_compare(application, terminal_size=(120, 30), run_before=settle)
