@@ -105,6 +105,10 @@ class Rank:
         on screen is what says the command's output is all in.
         """
         tail = self.output.since(max(self.input_mark, self.output.end - 256))
+        if tail.endswith(self.prompt):
+            return True
+        if b"\x1b" not in tail[-16:]:
+            return False
         tail = tail[: _TRAILING_ESCAPES.search(tail).start()]  # type: ignore[union-attr]
         return tail.endswith(self.prompt)
 

@@ -279,21 +279,24 @@ class Session:
             result.skipped = {r.index: r.state.describe() for r in ranks if not r.state.at_prompt}
             start = {r.index: (r.output.end, r.paused_count) for r in ready}
             self.in_flight_command = command
+            line = command.encode() + b"\r"
+            for rank in ready:  # all writes first: the ranks start at the same moment
+                self.send_input(rank.index, line)
             for rank in ready:
                 rank.set_state(rank.state.evolve(phase=Phase.RUNNING))
-            line = command.encode() + b"\r"
-            for rank in ready:
-                self.send_input(rank.index, line)
+            self.outstanding = frozenset(start)
             try:
-                await self.wait_until(lambda: not self._still_out(ready, start))
+                await self.wait_until(lambda: not self._still_out(start))
             finally:
                 self.outstanding, self.in_flight_command = frozenset(), ""
             result.replies = [Reply(r.index, r.output.since(start[r.index][0]), r.state) for r in ready]
             return result
 
-    def _still_out(self, ready: list[Rank], start: dict[int, tuple[int, int]]) -> frozenset[int]:
+    def _still_out(self, start: dict[int, tuple[int, int]]) -> frozenset[int]:
         """The ranks of a broadcast that have not come back yet (kept in `outstanding`)."""
-        self.outstanding = frozenset(r.index for r in ready if not self._returned(r, start[r.index][1]))
+        back = {i for i in self.outstanding if self._returned(self.ranks[i], start[i][1])}
+        if back:
+            self.outstanding -= back
         return self.outstanding
 
     def _returned(self, rank: Rank, paused_count: int) -> bool:
