@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help install demo test check lint format bench clean
+.PHONY: help install demo test check lint format bench screenshot clean
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -32,8 +32,12 @@ format: install  ## Reformat and autofix
 
 check: lint test  ## Everything CI checks
 
-bench: install  ## Benchmarks: lockstep latency vs a bare pty loop
+bench: install  ## Benchmarks: lockstep latency vs a bare pty loop, UI under a log flood vs tmux
 	$(PY) bench/lockstep.py
+	$(PY) bench/ui_flood.py
+
+screenshot: install  ## Regenerate docs/screenshot.svg from the demo
+	$(PY) docs/screenshot.py
 
 clean:  ## Remove the venv and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache src/*.egg-info

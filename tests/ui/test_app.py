@@ -106,7 +106,7 @@ async def test_rank_bar_follows_paused_running_exited(app: DdptuiApp) -> None:
         await until(pilot, lambda: all_paused(app))
         assert "paused at" in str(bar.render()) and "steps.py:8" in str(bar.render())
         await pilot.press("f5")
-        await until(pilot, lambda: str(bar.render()).count("exited 0") == 2)
+        await until(pilot, lambda: " r0-1  exited 0 " in str(bar.render()))
         assert app.query_one("#rank-0", RankPane).has_class("-exited")
 
 

@@ -19,12 +19,25 @@ PHASE_STYLES = {
 }
 
 
-def chip(index: int, state: RankState) -> Text:
-    """One rank's entry: `r0 paused at train.py:28`, coloured by phase."""
-    style = PHASE_STYLES[state.phase]
+def style_of(state: RankState) -> str:
+    """The colour of a state: failures red whatever their phase."""
     if state.crash is not None or (state.phase is Phase.EXITED and state.exit_code):
-        style = "bold red"
-    return Text.assemble((f" r{index} ", "reverse " + style), (f" {state.describe()} ", style))
+        return "bold red"
+    return PHASE_STYLES[state.phase]
+
+
+def same_state(states: tuple[RankState, ...]) -> list[tuple[set[int], RankState]]:
+    """Ranks in the same state, together, in order of their lowest rank."""
+    found: dict[str, tuple[set[int], RankState]] = {}
+    for index, state in enumerate(states):
+        found.setdefault(state.describe(), (set(), state))[0].add(index)
+    return list(found.values())
+
+
+def chip(ranks: set[int], state: RankState) -> Text:
+    """One entry: `r0-3 paused at train.py:28`, coloured by phase."""
+    style = style_of(state)
+    return Text.assemble((f" r{format_ranks(ranks)} ", "reverse " + style), (f" {state.describe()} ", style))
 
 
 def divergence(states: tuple[RankState, ...]) -> str:
@@ -55,9 +68,9 @@ class RankBar(Widget):
     def render(self) -> Text:
         """Chips for every rank, then a line about the broadcast in flight and divergence."""
         text = Text()
-        for index, state in enumerate(self.states):
-            entry = chip(index, state)
-            if index in self.outstanding:
+        for ranks, state in same_state(self.states):
+            entry = chip(ranks, state)
+            if ranks & self.outstanding:
                 entry.append("⧗", "bold yellow")
             text.append_text(entry)
             text.append("  ")
