@@ -36,13 +36,12 @@ def screen_text(app: DdptuiApp, rank: int) -> str:
 
 
 def all_paused(app: DdptuiApp) -> bool:
-    """Every rank at its prompt with the prompt drawn."""
+    """Every rank at its prompt, drawn in its pane if the pane is shown."""
     ranks = app.session.ranks
     return bool(ranks) and all(
         r.state.phase is Phase.PAUSED
-        and f"(Pdb r{r.index})" in screen_text(app, r.index).splitlines()[-1:][0]
-        if screen_text(app, r.index).strip()
-        else False
+        and r.prompt_shown()
+        and (not app.pane(r.index).display or last_line(app, r.index).startswith(f"(Pdb r{r.index})"))
         for r in ranks
     )
 
@@ -137,3 +136,47 @@ def test_main_screen_snapshot(snap_compare: Callable[..., bool]) -> None:
         await pilot.pause(0.2)
 
     assert snap_compare(application, terminal_size=(120, 30), run_before=settle)
+
+
+async def test_readline_history_and_editing_work_in_a_pane(app: DdptuiApp) -> None:
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: all_paused(app))
+        await pilot.press(*"p 6*8", "backspace", "7", "enter")  # readline editing: 6*8 -> 6*7
+        await until(pilot, lambda: screen_text(app, 0).splitlines().count("42") == 1)
+        await pilot.press("up", "enter")  # readline history
+        await until(pilot, lambda: screen_text(app, 0).splitlines().count("42") == 2)
+        assert "42" not in screen_text(app, 1)
+
+
+async def test_divergence_crash_and_terminal_size_are_shown() -> None:
+    application = DdptuiApp(spec(SCRIPTS / "diverge.py", nproc=3))
+    async with application.run_test(size=(150, 40)) as pilot:
+        bar = application.query_one(RankBar)
+        await until(pilot, lambda: all_paused(application))
+        where = "tests/scripts/diverge.py"
+        assert f"ranks diverge: 0 at {where}:10 · 1-2 at {where}:13" in str(bar.render())
+        assert bar.has_class("-diverged")
+        await pilot.press("f5")
+        await until(pilot, lambda: "crashed ValueError" in str(bar.render()))
+        pane = application.query_one("#rank-2", RankPane)
+        assert pane.has_class("-crashed") and "ValueError: rank 2 is unhappy" in screen_text(application, 2)
+        await until(pilot, lambda: "exited 0" in str(bar.render()))
+        terminal = application.query_one("#rank-0", RankPane).terminal
+        assert f"os.terminal_size(columns={terminal.columns}, lines={terminal.lines})" in screen_text(
+            application, 0
+        )
+
+
+async def test_more_ranks_than_fit_are_paged() -> None:
+    application = DdptuiApp(spec(SCRIPTS / "steps.py", nproc=10))
+    async with application.run_test(size=(200, 50)) as pilot:
+        await until(pilot, lambda: all_paused(application))
+        shown = [pane.rank for pane in application.query(RankPane) if pane.display]
+        assert shown == list(range(8))
+        for _ in range(8):
+            await pilot.press("f4")
+        await pilot.pause()
+        assert application.focused is application.query_one("#rank-8", RankPane)
+        assert [pane.rank for pane in application.query(RankPane) if pane.display] == [8, 9]
+        await until(pilot, lambda: "(Pdb r8)" in screen_text(application, 8))
+        application.session.kill_now()
