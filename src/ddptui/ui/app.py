@@ -73,15 +73,17 @@ class DdptuiApp(App[int]):
             RankPane(rank, columns=spec.columns, lines=spec.lines, id=f"rank-{rank}")
             for rank in range(spec.nproc)
         ]
+        self.rank_bar = RankBar()
+        self.command_bar = CommandBar()
         self._quitting = False
 
     # -- layout -----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         """Rank bar, the grid of panes, the command line, the footer."""
-        yield RankBar()
+        yield self.rank_bar
         with Grid(id="panes"):
             yield from self.panes
-        yield CommandBar()
+        yield self.command_bar
         yield Footer()
 
     def pane(self, rank: int) -> RankPane:
@@ -104,7 +106,7 @@ class DdptuiApp(App[int]):
     async def on_mount(self) -> None:
         """Lay out, then start the job once the panes know their size."""
         self.show_page(0)
-        self.query_one(RankBar).states = tuple(RankState() for _ in range(self.spec.nproc))
+        self.rank_bar.states = tuple(RankState() for _ in range(self.spec.nproc))
         self.pane(0).focus()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -139,9 +141,7 @@ class DdptuiApp(App[int]):
 
     def _rank_state(self, rank: int, state: RankState) -> None:
         """Show a rank's new state in the bar and on its pane (none once the app is closing)."""
-        if not self.is_running or not self.screen.query(RankBar):
-            return
-        bar = self.query_one(RankBar)
+        bar = self.rank_bar
         states = list(bar.states)
         states[rank] = state
         bar.states = tuple(states)
@@ -152,7 +152,7 @@ class DdptuiApp(App[int]):
 
     def _show_flight(self) -> None:
         """Show which ranks the broadcast in flight still waits for."""
-        bar = self.query_one(RankBar)
+        bar = self.rank_bar
         bar.outstanding = self.session.outstanding
         bar.in_flight = self.session.in_flight_command
 
@@ -173,7 +173,7 @@ class DdptuiApp(App[int]):
     def on_descendant_focus(self, event: object) -> None:
         """Follow the focus: a focused pane means typing goes to that rank."""
         focused = self.focused
-        bar = self.query_one(CommandBar)
+        bar = self.command_bar
         if isinstance(focused, RankPane):
             self.focused_rank, self.broadcasting = focused.rank, False
         elif focused is bar.input:
@@ -205,7 +205,7 @@ class DdptuiApp(App[int]):
             except TargetError as exc:
                 self.notify(str(exc), severity="error")
             targets = self.session.targets
-            self.query_one(CommandBar).target = "all" if targets is None else f"ranks {format_ranks(targets)}"
+            self.command_bar.target = "all" if targets is None else f"ranks {format_ranks(targets)}"
         elif name in ("state", "status"):
             self.notify("\n".join(f"rank {r.index}: {r.state.describe()}" for r in self.session.ranks))
         else:
@@ -234,7 +234,7 @@ class DdptuiApp(App[int]):
         if self.broadcasting:
             self.pane(self.focused_rank).focus()
         else:
-            self.query_one(CommandBar).input.focus()
+            self.command_bar.input.focus()
 
     def action_focus_rank(self, delta: int) -> None:
         """Type into the previous/next rank, paging when it is not shown."""
@@ -265,7 +265,7 @@ class DdptuiApp(App[int]):
     @work(exclusive=True, group="session")
     async def _end_session(self) -> None:
         """Close the session (ends every rank process tree) and exit with the job's status."""
-        self.query_one(RankBar).in_flight = "ending ranks"
+        self.rank_bar.in_flight = "ending ranks"
         await self.session.close()
         self.exit(exit_status([rank.state for rank in self.session.ranks]))
 
