@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -115,10 +116,12 @@ def ddptui(tmp_path: Path) -> Runner:
     tmpdir.mkdir()
     runner = Runner(tmpdir)
     yield runner
+    wait_for(lambda: not runner.leftovers(), timeout=5)
     left = runner.leftovers()
     for proc in left:
-        proc.kill()
-    assert not left, f"processes left running: {[p.cmdline() for p in left]}"
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    assert not left, f"processes left running: {left}"
 
 
 def rank_lines(stdout: str, rank: int) -> list[str]:

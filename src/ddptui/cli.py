@@ -70,7 +70,7 @@ def build_parser() -> Parser:
         type=float,
         default=10.0,
         metavar="SECONDS",
-        help="after this long running, a rank is 'waiting' (default 10)",
+        help="a rank running this long while idle (10x as long while busy) is 'waiting' (default 10)",
     )
     add("--demo", action="store_true", help="run the bundled 4-rank CPU DDP example")
     add("-m", "--module", action="store_true", help="SCRIPT is a module name, as in python -m")

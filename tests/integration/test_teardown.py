@@ -2,25 +2,52 @@
 
 from __future__ import annotations
 
+import queue
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
 from conftest import EXAMPLES, SCRIPTS, Runner, wait_for
 
 
-def start(ddptui: Runner, script: str, ready_lines: int, *options: str) -> subprocess.Popen[str]:
-    """Start a batch session on stdin and wait until it printed `ready_lines` rank lines."""
-    proc = ddptui.popen("--nproc-per-node", "2", "--stall-timeout", "1", "--batch", "-", *options, script)
-    assert proc.stdout is not None
-    seen = 0
-    deadline = time.monotonic() + 60
-    while seen < ready_lines and time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        assert line, f"ddptui ended early: {proc.communicate()}"
-        seen += line.startswith("[rank ")
-    return proc
+class Started:
+    """A batch session in the background, its stdout collected line by line on a thread."""
+
+    def __init__(self, ddptui: Runner, script: str, ready_lines: int) -> None:
+        self.proc = ddptui.popen("--nproc-per-node", "2", "--stall-timeout", "1", "--batch", "-", script)
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.seen: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        while sum(line.startswith("[rank ") for line in self.seen) < ready_lines:
+            self._take(timeout=60)
+
+    def _read(self) -> None:
+        """Collect stdout until it closes."""
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def _take(self, timeout: float) -> bool:
+        """Move one line to `seen`; False at the end of output."""
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"ddptui printed nothing for {timeout} s") from None
+        if line is not None:
+            self.seen.append(line)
+        return line is not None
+
+    def output(self, stdin: str = "") -> str:
+        """Send the rest of stdin, then everything ddptui printed until it exited."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(stdin)
+        self.proc.stdin.close()
+        while self._take(timeout=15):
+            pass
+        return "".join(self.seen)
 
 
 def assert_all_gone(ddptui: Runner, proc: subprocess.Popen[str]) -> None:
@@ -32,29 +59,31 @@ def assert_all_gone(ddptui: Runner, proc: subprocess.Popen[str]) -> None:
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
 def test_signal_ends_ranks_in_pdb_and_their_children(ddptui: Runner, sig: signal.Signals) -> None:
-    proc = start(ddptui, str(SCRIPTS / "children.py"), ready_lines=4)
+    started = Started(ddptui, str(SCRIPTS / "children.py"), ready_lines=4)
+    proc = started.proc
     # 2 ranks, each with a forked worker and a `sleep` subprocess
     assert len([p for p in ddptui.leftovers() if p.name() == "sleep"]) == 2
     proc.send_signal(sig)
     assert_all_gone(ddptui, proc)
     if sig != signal.SIGKILL:
         assert proc.returncode == 128 + sig
-        out, err = proc.communicate(timeout=5)
-        assert "Traceback" not in err
+        out = started.output()
+        assert proc.stderr is not None and "Traceback" not in proc.stderr.read()
         assert "rank 1: paused at tests/scripts/children.py:20 (ended by ddptui)" in out
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_signal_ends_ranks_blocked_in_a_collective(ddptui: Runner, sig: signal.Signals) -> None:
-    proc = start(ddptui, str(EXAMPLES / "rank0_set_trace.py"), ready_lines=2)
+    proc = Started(ddptui, str(EXAMPLES / "rank0_set_trace.py"), ready_lines=2).proc
     assert wait_for(lambda: len(ddptui.leftovers()) >= 3, timeout=10)
     proc.send_signal(sig)
     assert_all_gone(ddptui, proc)
 
 
 def test_quit_command_ends_everything(ddptui: Runner) -> None:
-    proc = start(ddptui, str(SCRIPTS / "children.py"), ready_lines=4)
-    out, _ = proc.communicate(":quit\n", timeout=10)
+    started = Started(ddptui, str(SCRIPTS / "children.py"), ready_lines=4)
+    proc = started.proc
+    out = started.output(":quit\n")
     assert_all_gone(ddptui, proc)
     assert "rank 0: paused at tests/scripts/children.py:20 (ended by ddptui)" in out
     assert proc.returncode == 1

@@ -88,9 +88,9 @@ async def run(session: Session, lines: AsyncIterator[str], out: TextIO = sys.std
     try:
         await replay(session, lines, transcript)
         await session.wait_settled(range(len(session.ranks)))
-        transcript.flush()
     finally:
         await session.close()
+        transcript.flush()
         for rank in session.ranks:
             print(f"rank {rank.index}: {rank.state.describe()}", file=out)
         out.flush()

@@ -15,6 +15,8 @@ class Proc(NamedTuple):
     sid: int
     cpu: float
     """User + system CPU seconds."""
+    active: bool
+    """Running, runnable or in disk wait right now (R or D): not blocked, even if starved of CPU."""
 
 
 def scan() -> dict[int, Proc]:
@@ -30,7 +32,7 @@ def scan() -> dict[int, Proc]:
             continue
         if fields[0] != b"Z":
             cpu = (int(fields[11]) + int(fields[12])) / TICKS
-            table[int(name)] = Proc(int(fields[1]), int(fields[3]), cpu)
+            table[int(name)] = Proc(int(fields[1]), int(fields[3]), cpu, fields[0] in (b"R", b"D"))
     return table
 
 
@@ -57,7 +59,11 @@ def descendants(
     return found
 
 
-def tree_cpu(table: dict[int, Proc], roots: set[int]) -> dict[int, float]:
-    """CPU seconds used by each root process and its descendants (0.0 once it is gone)."""
+def tree_usage(table: dict[int, Proc], roots: set[int]) -> dict[int, tuple[float, bool]]:
+    """For each root: CPU seconds used by it and its descendants, and whether any is active now."""
     children = children_of(table)
-    return {root: sum(table[pid].cpu for pid in descendants(table, {root}, children)) for root in roots}
+    usage = {}
+    for root in roots:
+        tree = [table[pid] for pid in descendants(table, {root}, children)]
+        usage[root] = (sum(proc.cpu for proc in tree), any(proc.active for proc in tree))
+    return usage

@@ -1,9 +1,10 @@
 """`StallWatch`: when is a running rank `waiting`, and where.
 
 A rank running longer than the stall timeout is only called waiting when it is idle (blocked in a
-collective uses no CPU) and no running rank of the job used CPU meanwhile: a rank importing torch
+collective uses no CPU and sleeps; a rank starved of CPU or reading from disk is runnable or in
+disk wait, so not idle) and no running rank of the job used CPU meanwhile: a rank importing torch
 or computing is slow, not stuck, and so are the ranks waiting for it. A rank that stays busy for
-three stall timeouts is called waiting anyway, so a spinning rank cannot hold up a batch. The
+BUSY_FACTOR stall timeouts is called waiting anyway, so a spinning rank cannot hold up a batch. The
 location comes from a faulthandler dump (SIGUSR1), refreshed every stall timeout while waiting.
 """
 
@@ -24,6 +25,8 @@ IDLE_WINDOW = 0.5
 """Seconds of CPU accounting behind an idle/busy verdict."""
 IDLE_CPU = 0.2
 """Below this share of one core, a running rank counts as idle (blocked, sleeping)."""
+BUSY_FACTOR = 10
+"""A rank busy on CPU is called waiting only after this many stall timeouts."""
 RUNNING = (Phase.STARTING, Phase.RUNNING)
 
 
@@ -51,12 +54,13 @@ class StallWatch:
             if rank.pid not in watched:
                 self._cpu.pop(rank.index, None)
                 self._idle.pop(rank.index, None)
-        used = proctable.tree_cpu(proctable.scan(), set(watched)) if watched else {}
+        usage = proctable.tree_usage(proctable.scan(), set(watched)) if watched else {}
         busy = []
         for pid, rank in watched.items():
-            before, self._cpu[rank.index] = self._cpu.get(rank.index), used[pid]
+            used, active = usage[pid]
+            before, self._cpu[rank.index] = self._cpu.get(rank.index), used
             if before is not None:
-                self._idle[rank.index] = (used[pid] - before) / interval <= IDLE_CPU
+                self._idle[rank.index] = not active and (used - before) / interval <= IDLE_CPU
                 if not self._idle[rank.index]:
                     busy.append(rank)
         if busy:
@@ -75,7 +79,7 @@ class StallWatch:
         if rank.state.phase not in RUNNING:
             return False
         running_for = now - rank.phase_since
-        if running_for > 3 * self.timeout:
+        if running_for > BUSY_FACTOR * self.timeout:
             return True
         idle = self._idle.get(rank.index, False)
         return idle and min(running_for, now - self.progress) > self.timeout

@@ -18,7 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from ddptui.core.batch import exit_status
-from ddptui.core.launch import LaunchError, LaunchSpec
+from ddptui.core.launch import LaunchError, LaunchSpec, check_port
 from ddptui.core.session import Session
 from ddptui.core.state import RankState
 from ddptui.core.targets import TargetError, format_ranks
@@ -296,6 +296,8 @@ class DdptuiApp(App[int]):
 
 def run_app(spec: LaunchSpec) -> int:
     """Run the app; print each rank's last state after it closes; return the exit status."""
+    if spec.master_port is not None:
+        check_port(spec.master_addr, spec.master_port)  # a one-line error before the screen opens
     app = DdptuiApp(spec)
     status = app.run()
     app.session.kill_now()

@@ -1,0 +1,105 @@
+"""The app in a real terminal (tmux), driven the way a new user would drive it."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import EXAMPLES, ROOT, SCRIPTS, Runner, wait_for
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)"
+)
+
+
+class Tmux:
+    """A private tmux server running one ddptui in a 200x50 window."""
+
+    def __init__(self, runner: Runner, *args: str) -> None:
+        self.socket = f"ddptui-test-{uuid.uuid4().hex[:8]}"
+        self.status = runner.tmpdir / "status"
+        env = f"-u COLUMNS -u LINES TMPDIR={runner.tmpdir}"  # the pytest plugins export COLUMNS=80
+        command = " ".join([sys.executable, "-m", "ddptui", *args])
+        shell = f"cd {ROOT} && env {env} {command}; echo $? > {self.status}; sleep 600"
+        self.tmux("new-session", "-d", "-x", "200", "-y", "50", shell)
+
+    def tmux(self, *args: str) -> str:
+        """Run a tmux command against the private server."""
+        result = subprocess.run(
+            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=True
+        )
+        return result.stdout
+
+    def screen(self) -> str:
+        """What the terminal shows."""
+        return self.tmux("capture-pane", "-p")
+
+    def keys(self, *keys: str) -> None:
+        """Type keys."""
+        self.tmux("send-keys", *keys)
+
+    def shows(self, text: str, timeout: float = 60) -> bool:
+        """Wait until the screen shows `text`."""
+        return wait_for(lambda: text in self.screen(), timeout, interval=0.2)
+
+    def exit_status(self, timeout: float = 10) -> int | None:
+        """ddptui's exit status once it has exited."""
+        wait_for(self.status.exists, timeout)
+        return int(self.status.read_text()) if self.status.exists() else None
+
+    def kill(self) -> None:
+        """End the tmux server."""
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
+
+
+@pytest.fixture
+def tmux(ddptui: Runner) -> Iterator[type[Tmux]]:
+    """Make Tmux sessions that are always killed."""
+    made: list[Tmux] = []
+
+    def make(*args: str) -> Tmux:
+        session = Tmux(ddptui, *args)
+        made.append(session)
+        return session
+
+    yield make  # type: ignore[misc]
+    for session in made:
+        session.kill()
+
+
+def test_new_user_walkthrough(tmux: type[Tmux], ddptui: Runner) -> None:
+    term = tmux("--nproc-per-node", "2", str(EXAMPLES / "train_ddp.py"))
+    assert term.shows("(Pdb r0)") and term.shows("(Pdb r1)"), term.screen()
+    term.keys("F10")
+    assert wait_for(lambda: term.screen().count("-> loss = torch.nn.functional.mse_loss(out, y)") == 2, 30), (
+        term.screen()
+    )
+    term.keys("F2")
+    assert term.shows("BROADCAST → all", 5)
+    term.keys('p int(os.environ["RANK"])', "Enter")
+    assert wait_for(
+        lambda: any(line.startswith("│0 ") and "││1 " in line for line in term.screen().splitlines()), 30
+    ), term.screen()
+    term.keys("q", "Enter")
+    assert term.shows("End them all and quit?", 5)
+    term.keys("y")
+    assert term.exit_status() == 1
+    assert wait_for(lambda: not ddptui.leftovers(), 5)
+    assert "rank 0: paused at examples/train_ddp.py:29 (ended by ddptui)" in term.screen()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
+def test_app_killed_leaves_nothing_running(tmux: type[Tmux], ddptui: Runner, sig: signal.Signals) -> None:
+    term = tmux("--nproc-per-node", "2", str(SCRIPTS / "children.py"))
+    assert term.shows("(Pdb r1)"), term.screen()
+    app = [p for p in ddptui.leftovers() if p.cmdline()[1:3] == ["-m", "ddptui"]]
+    assert len(app) == 1
+    app[0].send_signal(sig)
+    assert wait_for(lambda: not ddptui.leftovers(), 3.0), ddptui.leftovers()
+    assert list(Path(ddptui.tmpdir).glob("ddptui-*")) == []
