@@ -14,6 +14,10 @@ from ddptui.core.stacks import is_library
 from ddptui.core.state import Crash, Location, Phase, RankState
 
 _TRAILING_ESCAPES = re.compile(rb"(?:\x1b\[[0-?]*[ -/]*[@-~]|\x1b[=>])*\Z")
+READ_CAP = 1 << 20
+"""Bytes read from one pty per wake-up at most, so one flooding rank cannot starve the loop."""
+PTY_CHUNK = 4095
+"""The most a Linux pty returns per read: a shorter read means it is drained."""
 PROMPT_GRACE = 1.0
 """Seconds to wait for the prompt's text after the side channel said `paused`."""
 
@@ -140,9 +144,14 @@ class Rank:
         return False
 
     def read(self) -> bytes:
-        """Read what the pty has; b'' when the terminal is closed (EIO) or drained."""
+        """Read all the pty has (up to READ_CAP); b'' when the terminal is closed (EIO) or drained.
+
+        A pty returns at most 4095 bytes a read and holds about 14 KiB before the writer blocks:
+        reading only once per wake-up would tie a rank's output speed to the UI's loop.
+        """
         chunks = []
-        while True:
+        size = 0
+        while size < READ_CAP:
             try:
                 chunk = os.read(self.fd, 65536)
             except BlockingIOError:
@@ -154,7 +163,8 @@ class Rank:
                 self.closed = True
                 break
             chunks.append(chunk)
-            if len(chunk) < 65536 or len(chunks) >= 16:
+            size += len(chunk)
+            if len(chunk) < PTY_CHUNK:
                 break
         data = b"".join(chunks)
         if data:

@@ -56,8 +56,8 @@ class TermScreen:
         lines: int,
         history: int = 5000,
         *,
-        max_pending: int = 1024 * 1024,
-        keep: int = 128 * 1024,
+        max_pending: int = 256 * 1024,
+        keep: int = 32 * 1024,
     ) -> None:
         """A `columns` x `lines` terminal keeping `history` lines of scrollback.
 

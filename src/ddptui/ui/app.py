@@ -6,6 +6,7 @@ The app renders the core's state and forwards input; the `Session` owns every pr
 from __future__ import annotations
 
 import asyncio
+import gc
 import signal
 import sys
 from collections.abc import Iterable
@@ -133,6 +134,7 @@ class DdptuiApp(App[int]):
         for rank in range(self.spec.nproc):
             terminal = self.pane(rank).terminal
             self.session.resize(rank, terminal.columns, terminal.lines)
+        gc.freeze()  # what exists now lives as long as the app: keep it out of collection pauses
 
     # -- core → view ------------------------------------------------------------------------
     def _rank_output(self, rank: int, data: bytes) -> None:

@@ -58,7 +58,7 @@ def divergence(states: tuple[RankState, ...]) -> str:
 class RankBar(Widget):
     """A live summary of all ranks, above the panes."""
 
-    states: reactive[tuple[RankState, ...]] = reactive(tuple, layout=True)
+    states: reactive[tuple[RankState, ...]] = reactive(tuple)
     """The state of each rank, indexed by rank."""
     outstanding: reactive[frozenset[int]] = reactive(frozenset)
     """Ranks the broadcast in flight still waits for."""

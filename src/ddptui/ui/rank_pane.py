@@ -94,8 +94,12 @@ class RankPane(Widget, can_focus=True):
     FRAME_INTERVAL: ClassVar[float] = 1 / 30
     """Seconds between emulation frames."""
 
-    FRAME_BUDGET: ClassVar[float] = 0.006
+    FRAME_BUDGET: ClassVar[float] = 0.002
     """Seconds of emulation a pane may spend per frame; the rest waits for the next one."""
+
+    FLOOD_REPAINT: ClassVar[float] = 0.1
+    """Seconds between repaints while a backlog is being emulated: a log flood in 8 panes must
+    not repaint 8 full panes 30 times a second (that alone takes more than a core)."""
 
     STEP: ClassVar[int] = 2048
     """Bytes emulated between two checks of the frame budget."""
@@ -171,6 +175,10 @@ class RankPane(Widget, can_focus=True):
     ) -> None:
         """Create the pane of `rank`, emulating a `columns` x `lines` terminal until laid out."""
         self._styles_for: dict[Attr, Style] = {}
+        self._strips: dict[int, Strip] = {}
+        self._painted = 0.0
+        """Rendered rows of the view, dropped when the screen marks them dirty: a full repaint
+        (a layout anywhere in the app) then costs almost nothing for rows that did not change."""
         self._base_style: Style | None = None
         super().__init__(id=id, classes=classes)
         self.rank = rank
@@ -212,6 +220,7 @@ class RankPane(Widget, can_focus=True):
         if columns < 1 or lines < 1:
             return
         self._screen.resize(columns, lines)
+        self._strips.clear()
         if (columns, lines) != self._posted_size:
             self._posted_size = (columns, lines)
             self.post_message(self.Resized(self.rank, columns, lines, self))
@@ -265,13 +274,16 @@ class RankPane(Widget, can_focus=True):
         super().notify_style_update()
         self._base_style = None
         self._styles_for.clear()
+        self._strips.clear()
 
     def render_line(self, y: int) -> Strip:
         """Row `y` of the view: one segment per run, cut or padded to the pane's width."""
         if self._base_style is None:
             self._base_style = self.rich_style
         width = self.size.width
-        strip = self._strip(self._screen.line_runs(y), width)
+        strip = self._strips.get(y)
+        if strip is None or strip.cell_length != width:
+            strip = self._strips[y] = self._strip(self._screen.line_runs(y), width)
         cursor = self._screen.cursor
         if y == cursor.y and cursor.x < width and self._shows_cursor():
             left, cell, right = strip.divide([cursor.x, cursor.x + 1, width])
@@ -303,6 +315,7 @@ class RankPane(Widget, can_focus=True):
     def _frame(self) -> None:
         """Emulate pending output within the frame budget, then redraw the rows that changed."""
         screen = self._screen
+        flooding = screen.pending > self.STEP
         if screen.pending and self.is_on_screen:
             deadline = monotonic() + self.FRAME_BUDGET
             while screen.pending and monotonic() < deadline:
@@ -311,7 +324,10 @@ class RankPane(Widget, can_focus=True):
             replies = screen.take_replies()
             if replies:
                 self.post_message(self.Reply(self.rank, replies, self))
-        self._refresh_dirty()
+        now = monotonic()
+        if not flooding or now - self._painted >= self.FLOOD_REPAINT:
+            self._painted = now
+            self._refresh_dirty()
 
     def _show_scroll(self) -> None:
         """Mark a scrolled-back view with the `-scrolled` class and a subtitle saying how far."""
@@ -326,6 +342,8 @@ class RankPane(Widget, can_focus=True):
         dirty = self._screen.dirty
         if not dirty:
             return
+        for y in dirty:
+            self._strips.pop(y, None)
         width = self.size.width
         if len(dirty) * 2 > self._screen.lines:
             self.refresh()
