@@ -14,7 +14,7 @@ from ddptui.core.stacks import is_library
 from ddptui.core.state import Crash, Location, Phase, RankState
 
 _TRAILING_ESCAPES = re.compile(rb"(?:\x1b\[[0-?]*[ -/]*[@-~]|\x1b[=>])*\Z")
-READ_CAP = 1 << 20
+READ_CAP = 1 << 18
 """Bytes read from one pty per wake-up at most, so one flooding rank cannot starve the loop."""
 PTY_CHUNK = 4095
 """The most a Linux pty returns per read: a shorter read means it is drained."""
