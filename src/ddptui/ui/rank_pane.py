@@ -325,7 +325,7 @@ class RankPane(Widget, can_focus=True):
             if replies:
                 self.post_message(self.Reply(self.rank, replies, self))
         now = monotonic()
-        if not flooding or now - self._painted >= self.FLOOD_REPAINT:
+        if not flooding or not screen.pending or now - self._painted >= self.FLOOD_REPAINT:
             self._painted = now
             self._refresh_dirty()
 
