@@ -258,11 +258,6 @@ class Session:
         ranks = self.live(targets)
         await self.wait_until(lambda: self.all_settled(ranks))
 
-    @property
-    def in_flight(self) -> bool:
-        """True while a broadcast is waiting for ranks to come back."""
-        return self._lock.locked()
-
     async def broadcast(self, command: str, targets: Iterable[int] | None = None) -> Broadcast:
         """Send `command` at once to every targeted rank at a prompt; wait until each is back.
 

@@ -267,7 +267,7 @@ class DdptuiApp(App[int]):
     @work(exclusive=True, group="session")
     async def _end_session(self) -> None:
         """Close the session (ends every rank process tree) and exit with the job's status."""
-        self.rank_bar.in_flight = "ending ranks"
+        self.notify("ending every rank…", timeout=3)
         await self.session.close()
         self.exit(exit_status([rank.state for rank in self.session.ranks]))
 
