@@ -9,12 +9,17 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.css.query import NoMatches
 from textual.message import Message
-from textual.reactive import reactive
+from textual.geometry import Size
+from textual.reactive import Reactive, reactive
 from textual.widgets import Input, Label
 
 
 class CommandInput(Input):
     """An Input with a history on up/down, like a shell."""
+
+    virtual_size: Reactive[Size] = Reactive(Size(0, 0), layout=False)
+    """As Widget's, but without a layout: Input grows it on every keystroke, and a layout of the
+    whole screen (8 terminal panes) on every key made typing lag during a log flood."""
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]

@@ -211,7 +211,21 @@ class RankPane(Widget, can_focus=True):
         return self._screen.lines
 
     def on_mount(self) -> None:
-        """Start the emulation frames."""
+        """Start the emulation frames, each pane at its own phase.
+
+        Panes whose frames and flood repaints coincide would all repaint in one screen update:
+        spread over the interval, each update carries about one pane.
+        """
+        phase = (self.rank % 8) / 8
+        self._painted = monotonic() - self.FLOOD_REPAINT * phase
+        if phase:
+            self.set_timer(self.FRAME_INTERVAL * phase, self._start_frames)
+        else:
+            self._start_frames()
+
+    def _start_frames(self) -> None:
+        """Emulate on a timer from now on."""
+        self._frame()
         self.set_interval(self.FRAME_INTERVAL, self._frame, name=f"rank-pane-{self.rank}")
 
     def on_resize(self, event: events.Resize) -> None:
