@@ -8,8 +8,8 @@ from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.css.query import NoMatches
-from textual.message import Message
 from textual.geometry import Size
+from textual.message import Message
 from textual.reactive import Reactive, reactive
 from textual.widgets import Input, Label
 
