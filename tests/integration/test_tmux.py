@@ -94,6 +94,13 @@ def test_new_user_walkthrough(tmux: type[Tmux], ddptui: Runner) -> None:
     assert "rank 0: paused at examples/train_ddp.py:29 (ended by ddptui)" in term.screen()
 
 
+def test_closing_the_terminal_ends_everything(tmux: type[Tmux], ddptui: Runner) -> None:
+    term = tmux("--nproc-per-node", "2", str(EXAMPLES / "rank0_set_trace.py"))
+    assert term.shows("(Pdb r0)"), term.screen()
+    term.kill()  # the terminal goes away under ddptui (SIGHUP, then no tty at all)
+    assert wait_for(lambda: not ddptui.leftovers(), 3.0), ddptui.leftovers()
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
 def test_app_killed_leaves_nothing_running(tmux: type[Tmux], ddptui: Runner, sig: signal.Signals) -> None:
     term = tmux("--nproc-per-node", "2", str(SCRIPTS / "children.py"))

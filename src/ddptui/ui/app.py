@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 import signal
 import sys
 from collections.abc import Iterable
@@ -110,8 +111,8 @@ class DdptuiApp(App[int]):
         self.rank_bar.states = tuple(RankState() for _ in range(self.spec.nproc))
         self.pane(0).focus()
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            loop.add_signal_handler(sig, self.shutdown)
+        loop.add_signal_handler(signal.SIGTERM, self.shutdown)
+        loop.add_signal_handler(signal.SIGHUP, self.hang_up)
         self.set_interval(0.1, self._show_flight)
         self.call_after_refresh(self.start_session)
 
@@ -263,6 +264,21 @@ class DdptuiApp(App[int]):
         if not self._quitting:
             self._quitting = True
             self._end_session()
+
+    def hang_up(self) -> None:
+        """The terminal is gone: end every rank, then leave without touching the terminal.
+
+        Textual's own shutdown writes to the terminal to restore it, and blocks forever once the
+        terminal has gone away.
+        """
+        self._quitting = True
+        self._hang_up()
+
+    @work(exclusive=True, group="session")
+    async def _hang_up(self) -> None:
+        """Close the session and exit the process at once (status 128 + SIGHUP)."""
+        await self.session.close()
+        os._exit(128 + signal.SIGHUP)
 
     @work(exclusive=True, group="session")
     async def _end_session(self) -> None:
