@@ -180,3 +180,17 @@ async def test_more_ranks_than_fit_are_paged() -> None:
         assert [pane.rank for pane in application.query(RankPane) if pane.display] == [8, 9]
         await until(pilot, lambda: "(Pdb r8)" in screen_text(application, 8))
         application.session.kill_now()
+
+
+async def test_subset_prefix_and_default_targets_on_the_command_line(app: DdptuiApp) -> None:
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: all_paused(app))
+        await pilot.press("f2", *"@1 p rank + 500", "enter")
+        await until(pilot, lambda: "501" in screen_text(app, 1).splitlines())
+        await pilot.press(*":ranks 0", "enter")
+        await pilot.pause()
+        assert str(app.command_bar.query_one("#mode").render()).strip() == "BROADCAST → ranks 0"
+        await pilot.press(*"p rank + 700", "enter")
+        await until(pilot, lambda: "700" in screen_text(app, 0).splitlines())
+        await until(pilot, lambda: all_paused(app))
+        assert "500" not in screen_text(app, 0) and "70" not in screen_text(app, 1)
