@@ -181,6 +181,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LaunchError as exc:
         print(f"ddptui: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # stdout closed early (`ddptui --batch ... | head`): the ranks are ended
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except Exception as exc:
+        if os.environ.get("DDPTUI_DEBUG"):
+            raise
+        where = "(DDPTUI_DEBUG=1 shows where)"
+        print(f"ddptui: internal error: {type(exc).__name__}: {exc} {where}", file=sys.stderr)
+        return 70
 
 
 async def _guarded_batch(spec: LaunchSpec, source: str) -> int:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import socket
+import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, Runner
+from conftest import EXAMPLES, ROOT, SCRIPTS, Runner
 
 
 @pytest.mark.parametrize(
@@ -73,3 +74,19 @@ def test_busy_master_port(ddptui: Runner) -> None:
         result.stderr == f"ddptui: error: --master-port {port} is busy on 127.0.0.1: Address already in use\n"
     )
     assert ddptui.leftover_files() == []
+
+
+def test_stdout_closed_early(ddptui: Runner) -> None:
+    proc = subprocess.Popen(
+        ddptui.argv("--batch", "-", str(SCRIPTS / "steps.py")),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=ddptui.env,
+        cwd=ROOT,
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    proc.stdout.readline()
+    proc.stdout.close()  # like `ddptui --batch ... | head -1`
+    _, err = proc.communicate(b"p value\nc\n", timeout=30)
+    assert proc.returncode == 1 and b"Traceback" not in err

@@ -96,6 +96,7 @@ def test_torch_distributed_breakpoint_stops_at_caller(ddptui: Runner) -> None:
     result = ddptui.batch(SCRIPTS / "dist_breakpoint.py", "p here\nc\n", stall=2)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "'caller frame'" in rank_lines(result.stdout, 0)
+    assert "Type 'up'" not in result.stdout
     assert "rank 1 released" in rank_lines(result.stdout, 1)
 
 

@@ -77,6 +77,11 @@ class RankPdb(_ORIGINAL_PDB):
         sys.settrace(self.trace_dispatch)
         self.interaction(frame, None)
 
+    def message(self, msg: str) -> None:
+        """Print a message, except torch's advice to go `up`: ddptui already stops at the caller."""
+        if "to get to the frame that called dist.breakpoint" not in msg:
+            super().message(msg)
+
     def setup(self, f: types.FrameType | None, tb: types.TracebackType | None) -> None:
         """Set up the stack, then hide ddptui's and runpy's outermost frames from `where`."""
         super().setup(f, tb)
