@@ -194,3 +194,12 @@ async def test_subset_prefix_and_default_targets_on_the_command_line(app: Ddptui
         await until(pilot, lambda: "700" in screen_text(app, 0).splitlines())
         await until(pilot, lambda: all_paused(app))
         assert "500" not in screen_text(app, 0) and "70" not in screen_text(app, 1)
+
+
+async def test_hostile_bytes_in_panes() -> None:
+    application = DdptuiApp(spec(SCRIPTS / "hostile.py"))
+    async with application.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: all_paused(application))
+        await pilot.press("f2", *"p marker", "enter")
+        await until(pilot, lambda: all("'still alive'" in screen_text(application, r) for r in (0, 1)))
+        application.session.kill_now()
