@@ -22,15 +22,15 @@ test: install  ## Run the test suite (real ranks, real ptys, real gloo)
 	$(PY) -m pytest
 
 lint: install  ## ruff format --check, ruff check, mypy
-	$(VENV)/bin/ruff format --check src tests bench examples
-	$(VENV)/bin/ruff check src tests bench examples
+	$(VENV)/bin/ruff format --check src tests bench examples docs
+	$(VENV)/bin/ruff check src tests bench examples docs
 	$(VENV)/bin/mypy
 
 format: install  ## Reformat and autofix
 	$(VENV)/bin/ruff format src tests bench examples
 	$(VENV)/bin/ruff check --fix src tests bench examples
 
-check: lint test  ## Everything CI checks
+check: lint test  ## Lint, types and tests (CI runs `make test`)
 
 bench: install  ## Benchmarks: lockstep latency vs a bare pty loop, UI under a log flood vs tmux
 	$(PY) bench/lockstep.py
