@@ -124,23 +124,11 @@ class RankPane(Widget, can_focus=True):
             return self.pane
 
     @dataclass
-    class Reply(Message):
+    class Reply(Input):
         """The terminal's answer to a query of the rank (cursor position, device attributes).
 
         Write it to that rank's pty only: unlike `Input`, it must never be mirrored to others.
         """
-
-        rank: int
-        """The rank that asked."""
-        data: bytes
-        """The answer."""
-        pane: RankPane | None = field(default=None, repr=False)
-        """The pane that answered."""
-
-        @property
-        def control(self) -> RankPane | None:
-            """The pane that answered (alias of `pane`)."""
-            return self.pane
 
     @dataclass
     class Resized(Message):
