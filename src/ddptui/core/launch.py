@@ -107,7 +107,7 @@ def spawn(spec: LaunchSpec, env: dict[str, str]) -> PtyProcess:
     """Start one rank in a new pty and session; must run on a long-lived thread."""
     try:
         proc = PtyProcess.spawn(spec.argv(), cwd=spec.cwd, env=env, dimensions=(spec.lines, spec.columns))
-    except (OSError, FileNotFoundError) as exc:
+    except OSError as exc:
         raise LaunchError(f"cannot start {sys.executable}: {exc}") from None
     os.set_blocking(proc.fd, False)
     return proc

@@ -23,7 +23,7 @@ from ddptui.core.logs import SessionLog
 from ddptui.core.rank import Rank
 from ddptui.core.stalls import StallWatch
 from ddptui.core.state import Phase, RankState
-from ddptui.core.targets import Line, TargetError, format_ranks, parse_line, parse_ranks
+from ddptui.core.targets import Line, format_ranks, parse_line, parse_ranks
 
 TICK = 0.1
 """Seconds between checks for stalled ranks and overdue prompts."""
@@ -85,8 +85,6 @@ class Session:
     async def start(self) -> None:
         """Create the side channel and the watchdog, then spawn every rank."""
         spec = self.spec
-        if spec.nproc < 1:
-            raise launch.LaunchError(f"--nproc-per-node must be at least 1, not {spec.nproc}")
         if spec.master_port is not None:
             launch.check_port(spec.master_addr, spec.master_port)
         self.port = spec.master_port or launch.free_port(spec.master_addr)
@@ -326,14 +324,7 @@ class Session:
             await self._server.close()
         for rank in self.ranks:
             self._close_pty(rank)
-        if self._reaper is not None:
-            with contextlib.suppress(OSError):
-                self._reaper.stdin.close()  # type: ignore[union-attr]
-            await asyncio.to_thread(self._reaper.wait)
-            self._reaper = None
-        shutil.rmtree(self._dir, ignore_errors=True)
-        if self._log is not None:
-            self._log.close()
+        await asyncio.to_thread(self._release)
 
     def kill_now(self) -> None:
         """Synchronous last resort when the event loop is gone: kill everything, remove files."""
@@ -341,6 +332,10 @@ class Session:
             return
         self._closing = True
         reaper.kill_all({r.pid for r in self.ranks})
+        self._release()
+
+    def _release(self) -> None:
+        """Stop the watchdog (it sweeps once more), remove the session's files, close the logs."""
         if self._reaper is not None:
             with contextlib.suppress(OSError):
                 self._reaper.stdin.close()  # type: ignore[union-attr]
@@ -348,18 +343,21 @@ class Session:
             self._reaper = None
         if self._dir:
             shutil.rmtree(self._dir, ignore_errors=True)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
 
     async def _end_ranks(self, grace: float) -> None:
-        """SIGTERM the rank trees, SIGKILL what is left after `grace` seconds, wait for the exits."""
-        alive = [r for r in self.ranks if r.state.alive]
-        for rank in alive:
-            rank.set_state(rank.state.evolve(ended_by_ddptui=True))
+        """SIGTERM the rank trees, SIGKILL what outlives `grace` seconds, wait for the exits."""
+        for rank in self.ranks:
+            if rank.state.alive:
+                rank.set_state(rank.state.evolve(ended_by_ddptui=True))
         leaders = {r.pid for r in self.ranks}
         self._signal(reaper.doomed(leaders), signal.SIGTERM)
-        if not await self.wait_until(lambda: not self.live(range(len(self.ranks))), grace):
-            await asyncio.to_thread(reaper.kill_all, leaders)
-        await self.wait_until(lambda: not self.live(range(len(self.ranks))), 2.0)
-        await asyncio.to_thread(reaper.kill_all, leaders)
+        everyone = range(len(self.ranks))
+        await self.wait_until(lambda: not self.live(everyone), grace)
+        await asyncio.to_thread(reaper.kill_all, leaders)  # returns at once when nothing is left
+        await self.wait_until(lambda: not self.live(everyone), 2.0)
 
     @staticmethod
     def _signal(pids: Iterable[int], sig: int) -> None:
@@ -385,4 +383,4 @@ class Session:
         task.add_done_callback(self._tasks.discard)
 
 
-__all__ = ["Broadcast", "Reply", "Session", "TargetError"]
+__all__ = ["Broadcast", "Reply", "Session"]

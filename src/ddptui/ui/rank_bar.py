@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
@@ -26,12 +28,21 @@ def style_of(state: RankState) -> str:
     return PHASE_STYLES[state.phase]
 
 
-def same_state(states: tuple[RankState, ...]) -> list[tuple[set[int], RankState]]:
-    """Ranks in the same state, together, in order of their lowest rank."""
-    found: dict[str, tuple[set[int], RankState]] = {}
+def group(states: tuple[RankState, ...], key: Callable[[RankState], str | None]) -> dict[str, set[int]]:
+    """Ranks by `key` of their state (None: left out), in order of their lowest rank."""
+    groups: dict[str, set[int]] = {}
     for index, state in enumerate(states):
-        found.setdefault(state.describe(), (set(), state))[0].add(index)
-    return list(found.values())
+        name = key(state)
+        if name is not None:
+            groups.setdefault(name, set()).add(index)
+    return groups
+
+
+def paused_line(state: RankState) -> str | None:
+    """Where a rank is paused (not in post-mortem), or None."""
+    if state.phase is Phase.PAUSED and state.location is not None and state.crash is None:
+        return str(state.location)
+    return None
 
 
 def chip(ranks: set[int], state: RankState) -> Text:
@@ -42,16 +53,10 @@ def chip(ranks: set[int], state: RankState) -> Text:
 
 def divergence(states: tuple[RankState, ...]) -> str:
     """Say where paused ranks stand when they are not all at the same line; empty otherwise."""
-    groups: dict[str, set[int]] = {}
-    for index, state in enumerate(states):
-        if state.phase is Phase.PAUSED and state.location is not None and state.crash is None:
-            groups.setdefault(str(state.location), set()).add(index)
+    groups = group(states, paused_line)
     if len(groups) < 2:
         return ""
-    parts = [
-        f"{format_ranks(ranks)} at {where}"
-        for where, ranks in sorted(groups.items(), key=lambda g: min(g[1]))
-    ]
+    parts = [f"{format_ranks(ranks)} at {where}" for where, ranks in groups.items()]
     return "ranks diverge: " + " · ".join(parts)
 
 
@@ -68,8 +73,8 @@ class RankBar(Widget):
     def render(self) -> Text:
         """Chips for every rank, then a line about the broadcast in flight and divergence."""
         text = Text()
-        for ranks, state in same_state(self.states):
-            entry = chip(ranks, state)
+        for ranks in group(self.states, RankState.describe).values():
+            entry = chip(ranks, self.states[min(ranks)])
             if ranks & self.outstanding:
                 entry.append("⧗", "bold yellow")
             text.append_text(entry)
