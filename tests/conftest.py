@@ -9,9 +9,11 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
+from textual.pilot import Pilot
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -26,6 +28,14 @@ def wait_for(condition: Callable[[], object], timeout: float, interval: float = 
             return True
         time.sleep(interval)
     return bool(condition())
+
+
+async def until(pilot: Pilot[Any], condition: Callable[[], object], timeout: float = 30.0) -> None:
+    """Let a Textual app run until `condition()` holds; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await pilot.pause(0.02)
 
 
 def tagged_processes(tmpdir: Path) -> list[psutil.Process]:

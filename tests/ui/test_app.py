@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import shutil
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 import pytest
-from conftest import SCRIPTS
+from conftest import SCRIPTS, until
 from textual.pilot import Pilot
 
 from ddptui.core.launch import LaunchSpec
@@ -20,14 +19,6 @@ from ddptui.ui.rank_bar import RankBar
 from ddptui.ui.rank_pane import RankPane
 
 SNAPSHOT_DIR = Path("/tmp/ddptui-snapshot")
-
-
-async def until(pilot: Pilot[int], condition: Callable[[], object], timeout: float = 30.0) -> None:
-    """Let the app run until `condition()` holds; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        await pilot.pause(0.05)
 
 
 def screen_text(app: DdptuiApp, rank: int) -> str:

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from conftest import until
 from rich.color import Color
 from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import BindingType
 from textual.message import Message
-from textual.pilot import Pilot
 
 import ddptui.ui
 from ddptui.ui.rank_pane import RankPane
@@ -56,14 +55,6 @@ class PaneApp(App[None]):
         return [m.data for m in self.posted if isinstance(m, RankPane.Input)]
 
 
-async def wait_for(pilot: Pilot[None], condition: Callable[[], bool], timeout: float = 5) -> None:
-    """Let the app run until `condition` holds; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await pilot.pause(0.02)
-
-
 def rows(pane: RankPane) -> list[str]:
     """The text of every row the pane draws, without trailing blanks."""
     return [pane.render_line(y).text.rstrip() for y in range(pane.size.height)]
@@ -75,7 +66,7 @@ async def test_fed_bytes_are_drawn_with_their_colours() -> None:
     async with app.run_test(size=(60, 12)) as pilot:
         pane = app.query_one(RankPane)
         pane.feed(b"hello \x1b[31mred\x1b[0m world\r\n(Pdb) ")
-        await wait_for(pilot, lambda: rows(pane)[1].startswith("(Pdb)"))
+        await until(pilot, lambda: rows(pane)[1].startswith("(Pdb)"), timeout=5)
         strip = pane.render_line(0)
         assert strip.text.rstrip() == "hello red world"
         assert strip.cell_length == pane.size.width
@@ -90,14 +81,14 @@ async def test_pane_sizes_its_terminal_and_reports_it() -> None:
     app = PaneApp()
     async with app.run_test(size=(60, 12)) as pilot:
         pane = app.query_one(RankPane)
-        await wait_for(pilot, lambda: any(isinstance(m, RankPane.Resized) for m in app.posted))
+        await until(pilot, lambda: any(isinstance(m, RankPane.Resized) for m in app.posted), timeout=5)
         resized = [m for m in app.posted if isinstance(m, RankPane.Resized)][-1]
         assert (resized.rank, resized.columns, resized.lines) == (3, 58, 10)  # inside the border
         assert resized.control is pane
         assert (pane.terminal.columns, pane.terminal.lines) == (58, 10)
         await pilot.resize_terminal(40, 8)
-        await wait_for(pilot, lambda: pane.terminal.columns == 38)
-        await wait_for(pilot, lambda: app.posted[-1] == RankPane.Resized(3, 38, 6, pane))
+        await until(pilot, lambda: pane.terminal.columns == 38, timeout=5)
+        await until(pilot, lambda: app.posted[-1] == RankPane.Resized(3, 38, 6, pane), timeout=5)
 
 
 @pytest.mark.asyncio
@@ -106,10 +97,10 @@ async def test_lines_are_cut_at_the_pane_width() -> None:
     async with app.run_test(size=(100, 12)) as pilot:
         pane = app.query_one(RankPane)
         pane.feed(b"y" * 90 + b"\r\n")
-        await wait_for(pilot, lambda: rows(pane)[0].startswith("y"))
+        await until(pilot, lambda: rows(pane)[0].startswith("y"), timeout=5)
         await pilot.resize_terminal(42, 12)
-        await wait_for(pilot, lambda: pane.size.width == 40)
-        await wait_for(pilot, lambda: rows(pane)[0] == "y" * 40)
+        await until(pilot, lambda: pane.size.width == 40, timeout=5)
+        await until(pilot, lambda: rows(pane)[0] == "y" * 40, timeout=5)
         assert all(pane.render_line(y).cell_length == 40 for y in range(pane.size.height))
 
 
@@ -119,7 +110,7 @@ async def test_cursor_is_drawn_reversed_when_focused() -> None:
     async with app.run_test(size=(40, 8)) as pilot:
         pane = app.query_one(RankPane)
         pane.feed(b"(Pdb) ")
-        await wait_for(pilot, lambda: rows(pane)[0].startswith("(Pdb)"))
+        await until(pilot, lambda: rows(pane)[0].startswith("(Pdb)"), timeout=5)
         pane.focus()
         await pilot.pause()
         cell = pane.render_line(0).crop(6, 7)
@@ -136,10 +127,10 @@ async def test_scrollback_by_wheel_and_shift_pageup() -> None:
         pane = app.query_one(RankPane)
         pane.focus()
         pane.feed(b"".join(b"line %d\r\n" % i for i in range(50)))
-        await wait_for(pilot, lambda: "line 49" in "\n".join(rows(pane)))
+        await until(pilot, lambda: "line 49" in "\n".join(rows(pane)), timeout=5)
         wheel = events.MouseScrollUp(pane, 0, 0, 0, -1, 0, False, False, False)
         pane.post_message(wheel)
-        await wait_for(pilot, lambda: pane.terminal.scroll_offset == RankPane.WHEEL_LINES)
+        await until(pilot, lambda: pane.terminal.scroll_offset == RankPane.WHEEL_LINES, timeout=5)
         assert pane.has_class("-scrolled")
         await pilot.press("shift+pageup")
         assert pane.terminal.scroll_offset == RankPane.WHEEL_LINES + pane.size.height - 1
@@ -162,7 +153,7 @@ async def test_keys_on_focused_pane_become_input_messages() -> None:
         assert all(m.control is pane and m.rank == 3 for m in app.posted if isinstance(m, RankPane.Input))
         assert pane.has_focus  # tab was typed into the rank, not used to move focus
         pane.feed(b"\x1b[?1h")
-        await wait_for(pilot, lambda: pane.terminal.app_cursor)
+        await until(pilot, lambda: pane.terminal.app_cursor, timeout=5)
         await pilot.press("up", "home")
         assert app.inputs()[-2:] == [b"\x1bOA", b"\x1bOH"]
 
@@ -174,12 +165,12 @@ async def test_paste_is_bracketed_when_the_rank_asks() -> None:
         pane = app.query_one(RankPane)
         pane.focus()
         pane.post_message(events.Paste("p x\nn\n"))
-        await wait_for(pilot, lambda: len(app.inputs()) == 1)
+        await until(pilot, lambda: len(app.inputs()) == 1, timeout=5)
         assert app.inputs() == [b"p x\rn\r"]
         pane.feed(b"\x1b[?2004h")
-        await wait_for(pilot, lambda: pane.terminal.bracketed_paste)
+        await until(pilot, lambda: pane.terminal.bracketed_paste, timeout=5)
         pane.post_message(events.Paste("a\x1b[201~b"))
-        await wait_for(pilot, lambda: len(app.inputs()) == 2)
+        await until(pilot, lambda: len(app.inputs()) == 2, timeout=5)
         assert app.inputs()[-1] == b"\x1b[200~ab\x1b[201~"
 
 
@@ -189,7 +180,7 @@ async def test_terminal_queries_are_answered_with_reply_messages() -> None:
     async with app.run_test(size=(40, 8)) as pilot:
         pane = app.query_one(RankPane)
         pane.feed(b"ab\x1b[6n")
-        await wait_for(pilot, lambda: any(isinstance(m, RankPane.Reply) for m in app.posted))
+        await until(pilot, lambda: any(isinstance(m, RankPane.Reply) for m in app.posted), timeout=5)
         reply = next(m for m in app.posted if isinstance(m, RankPane.Reply))
         assert (reply.rank, reply.data, reply.control) == (3, b"\x1b[1;3R", pane)
 
