@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 import os
 import signal
 from dataclasses import dataclass
@@ -19,8 +20,12 @@ class Phase(enum.Enum):
     CRASHED = "crashed"
 
 
+@functools.lru_cache(maxsize=1024)
 def short_path(path: str) -> str:
-    """A path as users read it: relative to the working directory when inside it, else the name."""
+    """A path as users read it: relative to the working directory when inside it, else the name.
+
+    Cached: ddptui never changes directory, and the rank bar asks on every redraw.
+    """
     if not os.path.isabs(path):
         return path
     rel = os.path.relpath(path)
