@@ -1,0 +1,215 @@
+"""The rank ↔ core protocol: typed, versioned messages as JSON lines. Standard library only.
+
+Imported by both sides. Ranks send events (`Hello`, `Paused`, `Running`, `Crashed`, `Exited`) and
+`Reply`s; the core sends `Request`s, each answered by one `Reply` with the same id. The first
+message of every connection is a `Hello` carrying the session's secret token: nothing sent before
+a good `Hello`, or on a connection whose token is wrong, is believed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, ClassVar
+
+VERSION = 1
+"""Bumped on any incompatible change of a message."""
+
+SOCKET_ENV = "DDPTUI_SOCKET"
+"""Environment variable holding the path of the core's unix socket."""
+TOKEN_ENV = "DDPTUI_TOKEN"
+"""Environment variable holding the session's secret token."""
+STATE_DIR_ENV = "DDPTUI_DIR"
+"""Environment variable holding the session's private directory (0700)."""
+RANK_ENV = "DDPTUI_RANK"
+"""Environment variable holding the global rank ddptui gave this process."""
+
+MAX_LINE = 1 << 20
+"""Longest message accepted, in bytes; a longer line is garbage."""
+
+
+class ProtocolError(ValueError):
+    """A line that is not a well-formed message of this protocol version."""
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A source position: file, line and function. Used wherever a location travels or is shown."""
+
+    file: str
+    line: int
+    func: str = ""
+
+    def to_json(self) -> list[Any]:
+        """`[file, line, func]`, the compact wire form."""
+        return [self.file, self.line, self.func]
+
+    @classmethod
+    def from_json(cls, value: Any) -> Frame:
+        """Decode `[file, line, func]`; raise ProtocolError on anything else."""
+        if (
+            isinstance(value, list)
+            and len(value) == 3
+            and isinstance(value[0], str)
+            and isinstance(value[1], int)
+            and isinstance(value[2], str)
+        ):
+            return cls(value[0], value[1], value[2])
+        raise ProtocolError(f"not a frame: {value!r:.80}")
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who a rank is: what `Hello` says, and what pane titles and `:state` show."""
+
+    rank: int
+    local_rank: int
+    world_size: int
+    host: str
+    pid: int
+
+
+class Message:
+    """Base of every message; `KIND` is its tag on the wire."""
+
+    KIND: ClassVar[str] = ""
+
+    def encode(self) -> bytes:
+        """One JSON line."""
+        body: dict[str, Any] = {"k": self.KIND}
+        for f in fields(self):  # type: ignore[arg-type]
+            body[f.name] = _to_json(getattr(self, f.name))
+        return json.dumps(body, separators=(",", ":")).encode() + b"\n"
+
+
+def _to_json(value: Any) -> Any:
+    """Frames and identities in their wire form; everything else as it is."""
+    if isinstance(value, Frame):
+        return value.to_json()
+    if isinstance(value, Identity):
+        return [value.rank, value.local_rank, value.world_size, value.host, value.pid]
+    if isinstance(value, tuple):
+        return [_to_json(item) for item in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Hello(Message):
+    """First message of a connection: protocol version, token, and who the rank is."""
+
+    KIND: ClassVar[str] = "hello"
+    version: int
+    token: str
+    identity: Identity
+
+
+@dataclass(frozen=True)
+class Paused(Message):
+    """The debugger's prompt is open at `frame` (`depth` frames deep in the user's stack)."""
+
+    KIND: ClassVar[str] = "paused"
+    frame: Frame
+    post_mortem: bool = False
+    depth: int = 0
+
+
+@dataclass(frozen=True)
+class Running(Message):
+    """A debugger command resumed the program."""
+
+    KIND: ClassVar[str] = "running"
+    command: str = ""
+
+
+@dataclass(frozen=True)
+class Crashed(Message):
+    """The user's code raised an uncaught exception; `frames` outermost first."""
+
+    KIND: ClassVar[str] = "exception"
+    type: str
+    message: str
+    frames: tuple[Frame, ...] = ()
+
+
+@dataclass(frozen=True)
+class Exited(Message):
+    """The user's code finished; the process exits with `code`."""
+
+    KIND: ClassVar[str] = "exited"
+    code: int
+
+
+@dataclass(frozen=True)
+class Request(Message):
+    """A question from the core; `kind` is `eval`, `stack` or `collectives`."""
+
+    KIND: ClassVar[str] = "request"
+    id: int
+    kind: str
+    args: dict[str, Any] = field(default_factory=dict)
+    timeout: float = 2.0
+
+
+@dataclass(frozen=True)
+class Reply(Message):
+    """The answer to `Request` `id`: `value` when `ok`, else `error` says why."""
+
+    KIND: ClassVar[str] = "reply"
+    id: int
+    ok: bool
+    value: Any = None
+    error: str = ""
+
+
+MESSAGES: dict[str, type[Message]] = {
+    cls.KIND: cls for cls in (Hello, Paused, Running, Crashed, Exited, Request, Reply)
+}
+
+_CHECKS: dict[str, Any] = {
+    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "str": lambda v: isinstance(v, str),
+    "bool": lambda v: isinstance(v, bool),
+    "float": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "dict[str, Any]": lambda v: isinstance(v, dict),
+    "Any": lambda v: True,
+}
+
+
+def _decode_field(annotation: str, value: Any) -> Any:
+    """Check and convert one field by its annotation."""
+    if annotation == "Frame":
+        return Frame.from_json(value)
+    if annotation == "tuple[Frame, ...]":
+        if not isinstance(value, list):
+            raise ProtocolError("frames must be a list")
+        return tuple(Frame.from_json(item) for item in value)
+    if annotation == "Identity":
+        if not (isinstance(value, list) and len(value) == 5):
+            raise ProtocolError("bad identity")
+        checks = ("int", "int", "int", "str", "int")
+        if not all(_CHECKS[c](v) for c, v in zip(checks, value, strict=True)):
+            raise ProtocolError("bad identity")
+        return Identity(*value)
+    if not _CHECKS[annotation](value):
+        raise ProtocolError(f"expected {annotation}, got {type(value).__name__}")
+    return value
+
+
+def decode(line: bytes) -> Message:
+    """Decode one JSON line into its message; raise ProtocolError when it is not one."""
+    try:
+        body = json.loads(line)
+    except ValueError:
+        raise ProtocolError("not JSON") from None
+    if not isinstance(body, dict):
+        raise ProtocolError("not a JSON object")
+    cls = MESSAGES.get(body.get("k"))  # type: ignore[arg-type]
+    if cls is None:
+        raise ProtocolError(f"unknown message kind {body.get('k')!r:.40}")
+    values = {}
+    for f in fields(cls):  # type: ignore[arg-type]
+        if f.name in body:
+            values[f.name] = _decode_field(str(f.type), body[f.name])
+        elif f.default is MISSING and f.default_factory is MISSING:
+            raise ProtocolError(f"{cls.KIND} without {f.name}")
+    return cls(**values)
