@@ -48,9 +48,6 @@ class PaneApp(App[None]):
     def on_rank_pane_resized(self, message: RankPane.Resized) -> None:
         self.posted.append(message)
 
-    def on_rank_pane_reply(self, message: RankPane.Reply) -> None:
-        self.posted.append(message)
-
     def inputs(self) -> list[bytes]:
         return [m.data for m in self.posted if isinstance(m, RankPane.Input)]
 
@@ -175,14 +172,19 @@ async def test_paste_is_bracketed_when_the_rank_asks() -> None:
 
 
 @pytest.mark.asyncio
-async def test_terminal_queries_are_answered_with_reply_messages() -> None:
+async def test_terminal_queries_post_no_input_or_reply() -> None:
     app = PaneApp()
-    async with app.run_test(size=(40, 8)) as pilot:
+    seen: list[Message] = []  # every message the app processes, not only those it handles
+    async with app.run_test(size=(40, 8), message_hook=seen.append) as pilot:
         pane = app.query_one(RankPane)
-        pane.feed(b"ab\x1b[6n")
-        await until(pilot, lambda: any(isinstance(m, RankPane.Reply) for m in app.posted), timeout=5)
-        reply = next(m for m in app.posted if isinstance(m, RankPane.Reply))
-        assert (reply.rank, reply.data, reply.control) == (3, b"\x1b[1;3R", pane)
+        pane.feed(b"ab\x1b[c\x1b[6ncd")
+        await until(pilot, lambda: rows(pane)[0] == "abcd", timeout=5)
+        for _ in range(5):  # a few more frames: a reply would be posted right after emulation
+            await pilot.pause(RankPane.FRAME_INTERVAL)
+        from_pane = {type(m).__qualname__ for m in seen if type(m).__qualname__.startswith("RankPane.")}
+        assert from_pane == {"RankPane.Resized"}
+        assert app.inputs() == []
+        assert not hasattr(RankPane, "Reply")
 
 
 @pytest.mark.asyncio

@@ -25,7 +25,6 @@ BRACKETED_PASTE = 2004 << 5
 _DECCOLM_PARAM = 3  # a rank must not resize our pane to 132 columns
 _ALT_SCREEN_PARAMS = frozenset({47, 1047, 1049})
 _MAX_SEQUENCE = 4096  # an unterminated OSC must not swallow the rest of the log
-_MAX_REPLIES = 64
 _CSI = re.compile(r"\x1b\[([<=>?]?)([0-9;:]*)([ -/]*)([@-~])")
 """A well-formed CSI sequence: prefix, parameters, intermediates, final."""
 
@@ -68,7 +67,7 @@ def _cells_for(attrs: Char) -> _Cells:
 
 
 class ScrollbackScreen(pyte.Screen):
-    """A pyte screen with scrollback, an alternate screen, query replies and a fast ASCII path."""
+    """A pyte screen with scrollback, an alternate screen, no query replies and a fast ASCII path."""
 
     def __init__(self, columns: int, lines: int, history: int) -> None:
         """A `columns` x `lines` screen keeping the last `history` lines scrolled off its top."""
@@ -76,8 +75,6 @@ class ScrollbackScreen(pyte.Screen):
         """Lines that left the top of the screen, oldest first."""
         self.pushed = 0
         """Lines added to `history` since the owner last looked (it resets this)."""
-        self.replies: list[str] = []
-        """Answers to the program's terminal queries, not yet sent."""
         self._alt: tuple[dict[int, Any], pyte.screens.Cursor] | None = None
         self._cells = _Cells(Char(" "))
         super().__init__(columns, lines)
@@ -203,9 +200,12 @@ class ScrollbackScreen(pyte.Screen):
         self.dirty.update(range(lines))
 
     def write_process_input(self, data: str) -> None:
-        """Keep answers to the rank's terminal queries (cursor position, device attributes)."""
-        if len(self.replies) < _MAX_REPLIES:
-            self.replies.append(data)
+        """Drop pyte's answers to terminal queries (DA `CSI c`, DSR `CSI 6 n`): never sent.
+
+        A rank's pty input is what the user types into pdb; an answer written there would be
+        read as typed text and merge with the next command (`(Pdb r0) 6c4Rn` is a SyntaxError).
+        Ranks under ddptui are debugged, not interactive full-screen programs waiting on replies.
+        """
 
 
 class GuardedStream(pyte.ByteStream):

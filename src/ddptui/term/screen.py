@@ -142,11 +142,6 @@ class TermScreen:
             self._stream.feed(chunk)
         return self._collect_changes()
 
-    def take_replies(self) -> bytes:
-        """Answers to the rank's terminal queries since the last call, to write to its pty."""
-        replies, self._screen.replies = self._screen.replies, []
-        return "".join(replies).encode()
-
     def resize(self, columns: int, lines: int) -> None:
         """Change the screen size (lines above the cursor go to the scrollback when shrinking)."""
         columns, lines = max(columns, 1), max(lines, 1)

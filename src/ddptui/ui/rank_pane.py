@@ -124,13 +124,6 @@ class RankPane(Widget, can_focus=True):
             return self.pane
 
     @dataclass
-    class Reply(Input):
-        """The terminal's answer to a query of the rank (cursor position, device attributes).
-
-        Write it to that rank's pty only: unlike `Input`, it must never be mirrored to others.
-        """
-
-    @dataclass
     class Resized(Message):
         """A pane's text area changed size: set the rank's pty to it (TIOCSWINSZ)."""
 
@@ -323,9 +316,6 @@ class RankPane(Widget, can_focus=True):
             while screen.pending and monotonic() < deadline:
                 screen.process(self.STEP)
             self._show_scroll()
-            replies = screen.take_replies()
-            if replies:
-                self.post_message(self.Reply(self.rank, replies, self))
         now = monotonic()
         if not flooding or not screen.pending or now - self._painted >= self.FLOOD_REPAINT:
             self._painted = now
