@@ -12,6 +12,11 @@ class OutputLog:
         self._cap = cap
 
     @property
+    def start(self) -> int:
+        """The absolute offset of the oldest byte still kept; everything before it was dropped."""
+        return self._start
+
+    @property
     def end(self) -> int:
         """The absolute offset just past the last byte received."""
         return self._start + len(self._data)
@@ -27,6 +32,14 @@ class OutputLog:
     def since(self, offset: int) -> bytes:
         """The bytes from absolute `offset` on (what is still kept of them)."""
         return bytes(self._data[max(offset - self._start, 0) :])
+
+    def since_with_gap(self, offset: int) -> tuple[int, bytes]:
+        """`(dropped, data)`: the bytes from `offset` on, and how many just before them were lost.
+
+        `dropped` is 0 unless the cap dropped bytes at or after `offset`: a reader that fell that
+        far behind can then say so (`... N bytes dropped ...`) instead of skipping silently.
+        """
+        return max(self._start - offset, 0), self.since(offset)
 
     def tail(self, size: int) -> bytes:
         """The last `size` bytes."""
