@@ -498,7 +498,7 @@ async def run_ddptui_app(script: Path, results: Path, args: argparse.Namespace) 
     """Run the flood under the headless app; end it and check no rank survives."""
     side = Side("ddptui")
     env = {"UI_FLOOD_DIR": str(results), "UI_FLOOD_BYTES": str(side_bytes(args))}
-    app = DdptuiApp(LaunchSpec(target=str(script), nproc=args.ranks, stall_timeout=60, env=env))
+    app = DdptuiApp(Session(LaunchSpec(target=str(script), nproc=args.ranks, stall_timeout=60, env=env)))
     try:
         with LoopTimes() as side.loop:  # before the app starts: timers and readers bind methods
             async with app.run_test(size=SIZE):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ddptui.cli import DEMO_SCRIPT
 from ddptui.core.launch import LaunchSpec
+from ddptui.core.session import Session
 from ddptui.core.state import Phase
 from ddptui.ui.app import DdptuiApp
 from ddptui.ui.rank_pane import RankPane
@@ -41,7 +42,7 @@ async def wait(app: DdptuiApp, timeout: float = 60) -> None:
 
 async def main() -> None:
     """Drive the demo and save the screen."""
-    app = DdptuiApp(LaunchSpec(target=DEMO_SCRIPT, nproc=4, stall_timeout=30))
+    app = DdptuiApp(Session(LaunchSpec(target=DEMO_SCRIPT, nproc=4, stall_timeout=30)))
     async with app.run_test(size=(160, 44)) as pilot:
         await wait(app)
         for _ in range(2):

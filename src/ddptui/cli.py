@@ -177,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_guarded_batch(spec, options.batch))
         from ddptui.ui.app import run_app
 
-        return int(run_app(spec))
+        return int(run_app(Session(spec)))
     except LaunchError as exc:
         print(f"ddptui: error: {exc}", file=sys.stderr)
         return 2

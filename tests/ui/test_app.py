@@ -12,6 +12,7 @@ from conftest import SCRIPTS, until
 from textual.pilot import Pilot
 
 from ddptui.core.launch import LaunchSpec
+from ddptui.core.session import Session
 from ddptui.core.state import Phase
 from ddptui.ui.app import DdptuiApp
 from ddptui.ui.command_bar import CommandBar
@@ -51,9 +52,9 @@ def spec(script: Path, nproc: int = 2) -> LaunchSpec:
 @pytest.fixture
 def app() -> DdptuiApp:
     """The app on a 2-rank plain-Python job; its processes are checked gone afterwards."""
-    application = DdptuiApp(spec(SCRIPTS / "steps.py"))
+    application = DdptuiApp(Session(spec(SCRIPTS / "steps.py")))
     yield application
-    pids = [r.pid for r in application.session.ranks]
+    pids = [r.transport.pid for r in application.session.ranks]
     alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
     assert not alive
 
@@ -103,7 +104,7 @@ async def test_rank_bar_follows_paused_running_exited(app: DdptuiApp) -> None:
 async def test_quit_confirms_and_ends_every_rank(app: DdptuiApp) -> None:
     async with app.run_test(size=(160, 40)) as pilot:
         await until(pilot, lambda: all_paused(app))
-        pids = [r.pid for r in app.session.ranks]
+        pids = [r.transport.pid for r in app.session.ranks]
         await pilot.press("ctrl+q")
         await pilot.pause()
         assert app.screen.__class__.__name__ == "QuitScreen"
@@ -115,7 +116,7 @@ async def test_quit_confirms_and_ends_every_rank(app: DdptuiApp) -> None:
 def test_main_screen_snapshot(snap_compare: Callable[..., bool]) -> None:
     SNAPSHOT_DIR.mkdir(exist_ok=True)
     shutil.copy(SCRIPTS / "steps.py", SNAPSHOT_DIR / "steps.py")
-    application = DdptuiApp(spec(SNAPSHOT_DIR / "steps.py"))
+    application = DdptuiApp(Session(spec(SNAPSHOT_DIR / "steps.py")))
 
     async def settle(pilot: Pilot[int]) -> None:
         await until(pilot, lambda: all_paused(application))
@@ -140,7 +141,7 @@ async def test_readline_history_and_editing_work_in_a_pane(app: DdptuiApp) -> No
 
 
 async def test_divergence_crash_and_terminal_size_are_shown() -> None:
-    application = DdptuiApp(spec(SCRIPTS / "diverge.py", nproc=3))
+    application = DdptuiApp(Session(spec(SCRIPTS / "diverge.py", nproc=3)))
     async with application.run_test(size=(150, 40)) as pilot:
         bar = application.query_one(RankBar)
         await until(pilot, lambda: all_paused(application))
@@ -159,7 +160,7 @@ async def test_divergence_crash_and_terminal_size_are_shown() -> None:
 
 
 async def test_more_ranks_than_fit_are_paged() -> None:
-    application = DdptuiApp(spec(SCRIPTS / "steps.py", nproc=10))
+    application = DdptuiApp(Session(spec(SCRIPTS / "steps.py", nproc=10)))
     async with application.run_test(size=(200, 50)) as pilot:
         await until(pilot, lambda: all_paused(application))
         shown = [pane.rank for pane in application.query(RankPane) if pane.display]
@@ -188,7 +189,7 @@ async def test_subset_prefix_and_default_targets_on_the_command_line(app: Ddptui
 
 
 async def test_hostile_bytes_in_panes() -> None:
-    application = DdptuiApp(spec(SCRIPTS / "hostile.py"))
+    application = DdptuiApp(Session(spec(SCRIPTS / "hostile.py")))
     async with application.run_test(size=(160, 40)) as pilot:
         await until(pilot, lambda: all_paused(application))
         await pilot.press("f2", *"p marker", "enter")

@@ -1,23 +1,26 @@
-"""Rank states in words."""
+"""Rank states in words, reached through the typed transitions."""
 
-from ddptui.core.state import Crash, Location, Phase, RankState
+from ddptui.core.state import Crash, Frame, Phase, RankState
 
 
 def test_describe() -> None:
-    where = Location("/nowhere/train.py", 14, "<module>")
-    assert RankState(Phase.PAUSED, where).describe() == "paused at train.py:14"
-    assert (
-        RankState(Phase.WAITING, where, waiting_in="all_reduce").describe()
-        == "waiting at train.py:14 in all_reduce"
-    )
-    assert RankState(Phase.EXITED, exit_code=0).describe() == "exited 0"
-    assert RankState(Phase.EXITED, exit_code=-9).describe() == "killed by SIGKILL"
-    crash = Crash("NameError", "name 'c' is not defined", Location("/nowhere/train.py", 12))
-    alive = RankState(Phase.PAUSED, where, crash=crash, post_mortem=True)
+    where = Frame("/nowhere/train.py", 14, "<module>")
+    assert RankState().paused(where, False).describe() == "paused at train.py:14"
+    assert RankState().waiting(where, "all_reduce").describe() == "waiting at train.py:14 in all_reduce"
+    assert RankState().exited(0).describe() == "exited 0"
+    assert RankState().exited(-9).describe() == "killed by SIGKILL"
+    crash = Crash("NameError", "name 'c' is not defined", Frame("/nowhere/train.py", 12))
+    alive = RankState().crashed(crash).paused(where, True)
     assert alive.describe() == "crashed NameError: name 'c' is not defined (train.py:12), in post-mortem"
-    ended = alive.evolve(exit_code=-15, ended_by_ddptui=True)
+    ended = alive.ending().exited(-15)
     assert ended.describe() == "crashed NameError: name 'c' is not defined (train.py:12) (ended by ddptui)"
     assert not ended.alive
+
+
+def test_fatal_signal_names_the_site() -> None:
+    state = RankState().running().exited(-11, "at train.py:4 (in __init__)")
+    assert state.phase is Phase.CRASHED
+    assert state.describe() == "killed by SIGSEGV at train.py:4 (in __init__)"
 
 
 def test_long_multiline_messages_are_cut() -> None:

@@ -8,12 +8,11 @@ import threading
 from collections.abc import AsyncIterator
 from typing import TextIO
 
+from ddptui.core import commands
 from ddptui.core.session import Broadcast, Session
-from ddptui.core.state import RankState
+from ddptui.core.state import Phase, RankState
 from ddptui.core.targets import TargetError
 from ddptui.core.text import terminal_lines
-
-HELP = ":ranks [0,2-3|all] set the default targets · :state show every rank · :quit end the job"
 
 
 async def stdin_lines() -> AsyncIterator[str]:
@@ -85,6 +84,9 @@ async def run(session: Session, lines: AsyncIterator[str], out: TextIO = sys.std
     each rank's last state is printed.
     """
     transcript = Transcript(session, out)
+    for notice in session.notices:
+        transcript.note(notice)
+    session.on_notice.append(transcript.note)
     try:
         await replay(session, lines, transcript)
         await session.wait_settled(range(len(session.ranks)))
@@ -113,7 +115,10 @@ async def replay(session: Session, lines: AsyncIterator[str], transcript: Transc
             continue
         print(f"(ddptui) {line.strip()}", file=transcript.out)
         if parsed.kind == "ddptui":
-            if not await command(session, parsed.text, transcript):
+            result = await commands.run(session, parsed.text)
+            for text in result.lines:
+                transcript.note(text)
+            if result.quit:
                 return
             continue
         await session.wait_settled(range(len(session.ranks)))
@@ -129,26 +134,8 @@ def show(result: Broadcast, transcript: Transcript) -> None:
     for index, state in result.skipped.items():
         transcript.note(f"{result.command} not sent to rank {index}, not at a prompt ({state})")
     for reply in result.replies:
-        if reply.state.phase.value == "waiting":
+        if reply.state.phase is Phase.WAITING:
             transcript.note(f"rank {reply.rank} {reply.state.describe()}")
-
-
-async def command(session: Session, text: str, transcript: Transcript) -> bool:
-    """Run a `:` command; False means stop reading the batch."""
-    name, _, arg = text.partition(" ")
-    if name in ("ranks", "r"):
-        try:
-            transcript.note(session.set_targets(arg))
-        except TargetError as exc:
-            transcript.note(str(exc))
-    elif name in ("state", "status"):
-        for rank in session.ranks:
-            transcript.note(f"rank {rank.index}: {rank.state.describe()}")
-    elif name in ("quit", "q"):
-        return False
-    else:
-        transcript.note(f"unknown command :{name} ({HELP})")
-    return True
 
 
 def report_early_deaths(session: Session) -> None:

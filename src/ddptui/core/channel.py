@@ -1,51 +1,138 @@
-"""The core's end of the side channel: a unix socket server decoding JSON-line events.
+"""The core's end of the rank links: a unix socket server that authenticates every connection.
 
-A plain `asyncio.Protocol`: events are dispatched straight from `data_received`, with no task
-wake-up per line (every lockstep step is two events per rank).
+A connection is believed only after its first message, a `Hello` with the session's token and
+this protocol version. It is then bound to one rank by whoever accepts it, and everything it sends
+is that rank's, whatever the message claims. Malformed lines are dropped with one log line each.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import hmac
+import itertools
+import os
+import socket
+import struct
 from collections.abc import Callable
 
-Event = dict[str, object]
-MAX_LINE = 1 << 20
-"""A connection sending a longer line is garbage and is dropped."""
+from ddptui.rank import protocol
+from ddptui.rank.protocol import Hello, Message, ProtocolError, Reply, Request
+
+HELLO_TIMEOUT = 10.0
+"""Seconds a new connection has to say hello before it is dropped."""
 
 
-class _Connection(asyncio.Protocol):
-    """One rank's connection: split lines, decode JSON, hand dicts on."""
+class Connection(asyncio.Protocol):
+    """One rank's link: lines in, decoded and checked; requests out, replies matched by id."""
 
     def __init__(self, server: ChannelServer) -> None:
         self._server = server
         self._buffer = bytearray()
         self._transport: asyncio.Transport | None = None
+        self._sink: Callable[[Message], None] | None = None
+        self._replies: dict[int, asyncio.Future[Reply]] = {}
+        self._ids = itertools.count(1)
+        self._timer: asyncio.TimerHandle | None = None
+        self.peer_pid = 0
+        """The pid the kernel says is at the other end (SO_PEERCRED), not the one claimed."""
+        self.on_close: Callable[[], None] = lambda: None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        """Remember the transport so the server can close it."""
+        """Note the peer's real pid and give it HELLO_TIMEOUT to authenticate."""
         self._transport = transport  # type: ignore[assignment]
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            self.peer_pid = struct.unpack("3i", creds)[0]
         self._server.connections.add(self)
+        self._timer = asyncio.get_running_loop().call_later(HELLO_TIMEOUT, self._no_hello)
 
     def data_received(self, data: bytes) -> None:
-        """Dispatch every complete line; ignore lines that are not JSON objects."""
+        """Handle every complete line; drop the connection if a line grows past MAX_LINE."""
         self._buffer += data
+        if b"\n" not in data:
+            if len(self._buffer) > protocol.MAX_LINE:
+                self._refuse("a line longer than 1 MiB")
+            return
         *lines, rest = self._buffer.split(b"\n")
         self._buffer = bytearray(rest)
         for line in lines:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(event, dict):
-                self._server.on_event(event)
-        if len(self._buffer) > MAX_LINE:
-            self.close()
+            if self._transport is None or self._transport.is_closing():
+                return
+            self._line(bytes(line))
+
+    def _line(self, line: bytes) -> None:
+        """Decode one line and route it: hello, reply, or an event for the bound rank."""
+        try:
+            message = protocol.decode(line)
+        except ProtocolError as exc:
+            if self._sink is None:
+                self._refuse(f"no hello ({exc})")
+            else:
+                self._server.log(f"dropped a malformed message from pid {self.peer_pid}: {exc}")
+            return
+        if self._sink is None:
+            self._hello(message)
+        elif isinstance(message, Reply):
+            waiter = self._replies.pop(message.id, None)
+            if waiter is not None and not waiter.done():
+                waiter.set_result(message)
+        elif not isinstance(message, Hello | Request):
+            self._sink(message)
+
+    def _hello(self, message: Message) -> None:
+        """Authenticate the connection, then let the server bind it to a rank."""
+        if self._timer is not None:
+            self._timer.cancel()
+        if not isinstance(message, Hello):
+            self._refuse(f"{message.KIND} before hello")
+        elif not hmac.compare_digest(message.token.encode(), self._server.token.encode()):
+            self._refuse("wrong token")
+        elif message.version != protocol.VERSION:
+            self._refuse(
+                f"rank {message.identity.rank} speaks ddptui protocol v{message.version}, this ddptui "
+                f"speaks v{protocol.VERSION}: run the ranks with the same ddptui as the front end"
+            )
+        else:
+            self._server.accept(self, message)
+
+    def bind(self, sink: Callable[[Message], None]) -> None:
+        """From now on, every event on this connection goes to `sink`."""
+        self._sink = sink
+
+    async def request(self, kind: str, args: dict[str, object], timeout: float) -> Reply:
+        """Send a request and wait for its reply; TimeoutError after `timeout` (+ a margin)."""
+        if self._transport is None or self._transport.is_closing():
+            raise ConnectionError("the rank's link is closed")
+        number = next(self._ids)
+        waiter: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        self._replies[number] = waiter
+        self._transport.write(Request(number, kind, dict(args), timeout).encode())
+        try:
+            return await asyncio.wait_for(waiter, timeout + 1.0)
+        finally:
+            self._replies.pop(number, None)
+
+    def _no_hello(self) -> None:
+        """Drop a connection that never authenticated."""
+        if self._sink is None:
+            self._refuse("no hello in time")
+
+    def _refuse(self, why: str) -> None:
+        """Close an unauthenticated connection and log the attempt."""
+        self._server.log(f"refused a connection from pid {self.peer_pid}: {why}")
+        self.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        """Forget the connection."""
+        """Forget the connection; pending requests fail."""
         self._server.connections.discard(self)
+        if self._timer is not None:
+            self._timer.cancel()
+        for waiter in self._replies.values():
+            if not waiter.done():
+                waiter.set_exception(ConnectionError("the rank's link closed"))
+        self._replies.clear()
+        self.on_close()
 
     def close(self) -> None:
         """Drop the connection."""
@@ -54,18 +141,40 @@ class _Connection(asyncio.Protocol):
 
 
 class ChannelServer:
-    """Accepts rank connections and hands each decoded event to `on_event`."""
+    """Accepts rank connections on a 0600 socket in a 0700 directory; hands good hellos on."""
 
-    def __init__(self, path: str, on_event: Callable[[Event], None]) -> None:
+    def __init__(
+        self,
+        path: str,
+        token: str,
+        on_hello: Callable[[Connection, Hello], bool],
+        log: Callable[[str], None],
+    ) -> None:
         self.path = path
-        self.on_event = on_event
-        self.connections: set[_Connection] = set()
+        self.token = token
+        self.on_hello = on_hello
+        self.log = log
+        self.connections: set[Connection] = set()
         self._server: asyncio.AbstractServer | None = None
 
     async def start(self) -> None:
-        """Listen on the socket path."""
+        """Listen on the socket path, readable and writable by this user only."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_unix_server(lambda: _Connection(self), self.path)
+        old = os.umask(0o177)
+        try:
+            self._server = await loop.create_unix_server(lambda: Connection(self), self.path)
+        finally:
+            os.umask(old)
+        os.chmod(self.path, 0o600)
+
+    def accept(self, connection: Connection, hello: Hello) -> None:
+        """Bind an authenticated connection to its rank, or close it if no rank claims it."""
+        if not self.on_hello(connection, hello):
+            self.log(
+                f"closed a link from pid {connection.peer_pid} claiming rank {hello.identity.rank}: "
+                "not a rank of this session"
+            )
+            connection.close()
 
     async def close(self) -> None:
         """Stop listening and drop every connection."""

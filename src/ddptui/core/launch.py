@@ -6,12 +6,11 @@ import os
 import site
 import socket
 import sys
+import tempfile
 import uuid
 from dataclasses import dataclass, field
 
-from ptyprocess import PtyProcess
-
-from ddptui.rank.channel import RANK_ENV, SOCKET_ENV, STATE_DIR_ENV
+from ddptui.rank.protocol import RANK_ENV, SOCKET_ENV, STATE_DIR_ENV, TOKEN_ENV
 
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -68,9 +67,16 @@ def python_path(existing: str | None) -> str | None:
     return os.pathsep.join(filter(None, [_PACKAGE_PARENT, existing]))
 
 
-def rank_env(
-    spec: LaunchSpec, rank: int, port: int, run_id: str, channel: str, state_dir: str
-) -> dict[str, str]:
+@dataclass(frozen=True)
+class Link:
+    """Where a rank finds the core: the socket, the session's private directory, the token."""
+
+    socket: str
+    state_dir: str
+    token: str
+
+
+def rank_env(spec: LaunchSpec, rank: int, port: int, run_id: str, link: Link) -> dict[str, str]:
     """The environment torchrun gives a worker, plus ddptui's side-channel variables."""
     env = dict(os.environ)
     env.update(spec.env)
@@ -91,7 +97,8 @@ def rank_env(
         TERM="xterm-256color",
     )
     env.setdefault("OMP_NUM_THREADS", "1")
-    env[SOCKET_ENV], env[STATE_DIR_ENV], env[RANK_ENV] = channel, state_dir, str(rank)
+    env[SOCKET_ENV], env[STATE_DIR_ENV], env[TOKEN_ENV] = link.socket, link.state_dir, link.token
+    env[RANK_ENV] = str(rank)
     pythonpath = python_path(env.get("PYTHONPATH"))
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
@@ -103,11 +110,19 @@ def new_run_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
-def spawn(spec: LaunchSpec, env: dict[str, str]) -> PtyProcess:
-    """Start one rank in a new pty and session; must run on a long-lived thread."""
-    try:
-        proc = PtyProcess.spawn(spec.argv(), cwd=spec.cwd, env=env, dimensions=(spec.lines, spec.columns))
-    except OSError as exc:
-        raise LaunchError(f"cannot start {sys.executable}: {exc}") from None
-    os.set_blocking(proc.fd, False)
-    return proc
+SOCKET_NAME = "channel.sock"
+_SUN_PATH_MAX = 107
+"""Longest unix socket path Linux accepts (sun_path is 108 bytes with its NUL)."""
+
+
+def private_dir() -> str:
+    """A new 0700 directory for the session's socket and dumps, short enough for a socket path.
+
+    It goes in TMPDIR like any temporary file; a TMPDIR so long that the socket's path would not
+    fit in `sun_path` falls back to /tmp.
+    """
+    path = tempfile.mkdtemp(prefix="ddptui-")
+    if len(os.path.join(path, SOCKET_NAME).encode()) <= _SUN_PATH_MAX:
+        return path
+    os.rmdir(path)
+    return tempfile.mkdtemp(prefix="ddptui-", dir="/tmp")

@@ -1,44 +1,38 @@
-"""`Rank`: one rank process, its pty, its output and its state."""
+"""`Rank`: one rank as the core knows it — its transport, its output, and its state.
+
+Every state change of a rank happens here, through `RankState`'s typed transitions.
+"""
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Callable
 
-from ptyprocess import PtyProcess
-
 from ddptui.core.output import OutputLog
 from ddptui.core.stacks import is_library
-from ddptui.core.state import Crash, Location, Phase, RankState
+from ddptui.core.state import Crash, Frame, Phase, RankState
+from ddptui.core.transport import RankTransport
+from ddptui.rank.protocol import Crashed, Identity, Message, Paused, Running
 
 _TRAILING_ESCAPES = re.compile(rb"(?:\x1b\[[0-?]*[ -/]*[@-~]|\x1b[=>])*\Z")
-READ_CAP = 1 << 18
-"""Bytes read from one pty per wake-up at most, so one flooding rank cannot starve the loop."""
-PTY_CHUNK = 4095
-"""The most a Linux pty returns per read: a shorter read means it is drained."""
 PROMPT_GRACE = 1.0
 """Seconds to wait for the prompt's text after the side channel said `paused`."""
 
 
-def crash_site(frames: object) -> Location | None:
+def crash_site(frames: tuple[Frame, ...]) -> Frame | None:
     """Where to say a rank crashed: the innermost frame of the user's code (else the innermost)."""
-    if not isinstance(frames, list) or not frames:
-        return None
-    sites = [Location(str(f[0]), int(f[1]), str(f[2])) for f in frames if isinstance(f, list) and len(f) == 3]
-    user = [site for site in sites if not is_library(site.file)]
-    return (user or sites)[-1] if sites else None
+    user = [frame for frame in frames if not is_library(frame.file)]
+    candidates = user or list(frames)
+    return candidates[-1] if candidates else None
 
 
 class Rank:
-    """A rank: the process in its pty, the bytes it printed, and what its debugger is doing."""
+    """A rank: what it printed, what its debugger is doing, and the transport that reaches it."""
 
-    def __init__(self, index: int, proc: PtyProcess, on_change: Callable[[Rank], None]) -> None:
+    def __init__(self, index: int, transport: RankTransport, on_change: Callable[[Rank], None]) -> None:
         self.index = index
-        self.proc = proc
-        self.pid: int = proc.pid
-        self.fd: int = proc.fd
+        self.transport = transport
         self.output = OutputLog()
         self.state = RankState()
         self.prompt = f"(Pdb r{index}) ".encode()
@@ -46,62 +40,82 @@ class Rank:
         """How many `paused` events arrived: a broadcast waits for this to grow."""
         self.phase_since = time.monotonic()
         self.paused_at = 0.0
-        self.closed = False
-        self.hello = False
         self.input_mark = 0
         """Output offset when input was last sent: a prompt before it is an old one."""
-        """True once the rank's bootstrap ran (faulthandler is registered from then on)."""
+        self.fatal_dump: Callable[[], str | None] = lambda: None
+        """Where the rank died of a fatal signal, asked when it is killed by one."""
         self._on_change = on_change
-        self._pending = bytearray()
+        transport.on_message = self.on_message
+        transport.on_exit = self.on_exit
 
     def __repr__(self) -> str:
         """`<Rank 0 paused at train.py:12>`."""
         return f"<Rank {self.index} {self.state.describe()}>"
 
-    def set_state(self, state: RankState) -> None:
-        """Replace the state and tell the session."""
+    @property
+    def identity(self) -> Identity | None:
+        """Who the rank said it is (None until its link said hello)."""
+        return self.transport.identity
+
+    def _set(self, state: RankState) -> None:
+        """Replace the state and tell the session (only when it changed)."""
+        if state == self.state:
+            return
         if state.phase is not self.state.phase:
             self.phase_since = time.monotonic()
         self.state = state
         self._on_change(self)
 
-    # -- side-channel events --------------------------------------------------------------
-    def on_event(self, event: dict[str, object]) -> None:
-        """Apply one side-channel event to the state."""
-        kind = event.get("ev")
-        if kind in ("hello", "running"):
-            already = self.state.phase is Phase.RUNNING and self.state.waiting_in is None
-            if self.state.alive and not already:
-                self.set_state(self.state.evolve(phase=Phase.RUNNING, waiting_in=None))
-        elif kind == "paused":
+    # -- what the rank says -----------------------------------------------------------------
+    def on_message(self, message: Message) -> None:
+        """Apply one event from the rank's link."""
+        if isinstance(message, Paused):
             self.paused_count += 1
             self.paused_at = time.monotonic()
-            where = Location(str(event["file"]), int(event["line"]), str(event["func"]))  # type: ignore[call-overload]
-            self.set_state(
-                self.state.evolve(
-                    phase=Phase.PAUSED,
-                    location=where,
-                    waiting_in=None,
-                    post_mortem=bool(event.get("post_mortem")),
-                )
-            )
-        elif kind == "exception":
-            crash = Crash(
-                str(event.get("type")), str(event.get("message", "")), crash_site(event.get("frames"))
-            )
-            self.set_state(self.state.evolve(crash=crash, location=crash.where or self.state.location))
+            self._set(self.state.paused(message.frame, message.post_mortem))
+        elif isinstance(message, Running):
+            self.resumed()
+        elif isinstance(message, Crashed):
+            self._set(self.state.crashed(Crash(message.type, message.message, crash_site(message.frames))))
+
+    def linked(self) -> None:
+        """The rank's link said hello: it runs the user's code now."""
+        self.resumed()
 
     def on_exit(self, status: int) -> None:
-        """Record the exit status (negative: killed by that signal).
+        """Record the exit status (negative: killed by that signal, and where if it was fatal)."""
+        site = self.fatal_dump() if status < 0 and not self.state.ended_by_ddptui else None
+        self._set(self.state.exited(status, site))
 
-        A rank ddptui ended keeps the phase it was in, which is what the user needs to know.
-        """
-        phase = Phase.CRASHED if self.state.crash else Phase.EXITED
-        if self.state.ended_by_ddptui:
-            phase = self.state.phase
-        self.set_state(self.state.evolve(phase=phase, exit_code=status, post_mortem=False))
+    # -- what the core sees -----------------------------------------------------------------
+    def resumed(self) -> None:
+        """A command was sent, the rank printed, or it used CPU: it is running (unless gone)."""
+        state = self.state
+        if state.alive and not (state.phase is Phase.RUNNING and state.waiting_in is None):
+            self._set(state.running())
 
-    # -- the terminal ---------------------------------------------------------------------
+    def stalled(self, where: Frame | None, callee: str | None) -> None:
+        """The rank is idle inside `callee` at `where` (a collective, a sleep, a lock)."""
+        if self.state.alive and self.state.phase in (Phase.STARTING, Phase.RUNNING, Phase.WAITING):
+            self._set(self.state.waiting(where, callee))
+
+    def ending(self) -> None:
+        """ddptui is ending the rank."""
+        if self.state.alive:
+            self._set(self.state.ending())
+
+    # -- the terminal -------------------------------------------------------------------------
+    def received(self, data: bytes) -> None:
+        """Record output; a waiting rank that prints is running again."""
+        self.output.append(data)
+        if self.state.phase is Phase.WAITING:
+            self._set(self.state.running())
+
+    def write(self, data: bytes) -> None:
+        """Type bytes into the rank's terminal."""
+        self.input_mark = self.output.end
+        self.transport.write(data)
+
     def prompt_shown(self) -> bool:
         """True when the terminal's last text is this rank's prompt, printed after the last input.
 
@@ -121,52 +135,3 @@ class Rank:
         if self.state.phase is Phase.PAUSED:
             return self.prompt_shown() or now - self.paused_at > PROMPT_GRACE
         return self.state.phase is Phase.WAITING or not self.state.alive
-
-    def write(self, data: bytes) -> None:
-        """Queue bytes for the rank's terminal; they are written as the pty accepts them."""
-        if self.closed:
-            return
-        self._pending += data
-        self.input_mark = self.output.end
-        self.flush()
-
-    def flush(self) -> bool:
-        """Write what the pty takes now; True when bytes remain queued."""
-        while self._pending and not self.closed:
-            try:
-                written = os.write(self.fd, self._pending)
-            except BlockingIOError:
-                return True
-            except OSError:
-                self._pending.clear()
-                return False
-            del self._pending[:written]
-        return False
-
-    def read(self) -> bytes:
-        """Read all the pty has (up to READ_CAP); b'' when the terminal is closed (EIO) or drained.
-
-        A pty returns at most 4095 bytes a read and holds about 14 KiB before the writer blocks:
-        reading only once per wake-up would tie a rank's output speed to the UI's loop.
-        """
-        chunks = []
-        size = 0
-        while size < READ_CAP:
-            try:
-                chunk = os.read(self.fd, 65536)
-            except BlockingIOError:
-                break
-            except OSError:
-                self.closed = True
-                break
-            if not chunk:
-                self.closed = True
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-            if len(chunk) < PTY_CHUNK:
-                break
-        data = b"".join(chunks)
-        if data:
-            self.output.append(data)
-        return data

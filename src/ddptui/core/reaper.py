@@ -1,59 +1,42 @@
 """A watchdog process that ends every rank if ddptui itself dies, even by SIGKILL.
 
-ddptui starts it in a session of its own and writes `pid N` / `dir PATH` lines to its stdin. When
-stdin reaches EOF (ddptui exited, however), it kills the ranks' sessions and process trees and
-removes the session directory. Standard library only: it reads /proc.
+`python -m ddptui.core.reaper STATE_DIR`, in a session of its own; ddptui writes one `PID
+START_TIME` line per rank to its stdin. When stdin reaches EOF (ddptui exited, however), it ends
+the session's processes — the listed ranks still alive with the same start time, their
+descendants, and every process carrying STATE_DIR in its environment (a double-forked escapee
+went to init when ddptui died) — then removes STATE_DIR. Nothing else is ever signalled.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import signal
 import sys
-import time
 
-from ddptui.core import proctable
-from ddptui.core.proctable import descendants
+import psutil
 
-
-def doomed(leaders: set[int]) -> set[int]:
-    """The ranks, everything in their sessions, and all their descendants."""
-    table = proctable.scan()
-    found = descendants(table, {pid for pid, proc in table.items() if proc.sid in leaders} | leaders)
-    found.discard(os.getpid())
-    return found
+from ddptui.core.local import kill_all, session_processes
 
 
-def kill_all(leaders: set[int]) -> None:
-    """SIGKILL the rank trees until none is left (bounded: a few seconds at most)."""
-    deadline = time.monotonic() + 3
-    while time.monotonic() < deadline:
-        victims = doomed(leaders)
-        if not victims:
-            return
-        for pid in victims:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.05)
+def rank_process(line: str) -> psutil.Process | None:
+    """The process a `PID START_TIME` line names, if it is still that process."""
+    pid, _, started = line.strip().partition(" ")
+    with contextlib.suppress(ValueError, psutil.Error):
+        process = psutil.Process(int(pid))
+        if abs(process.create_time() - float(started)) < 0.01:
+            return process
+    return None
 
 
 def main() -> None:
-    """Read pids and dirs until EOF, then clean up after ddptui."""
+    """Read ranks until EOF, then clean up after ddptui."""
     for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
-    leaders: set[int] = set()
-    dirs: list[str] = []
-    for line in sys.stdin:
-        kind, _, value = line.strip().partition(" ")
-        if kind == "pid" and value.isdigit():
-            leaders.add(int(value))
-        elif kind == "dir":
-            dirs.append(value)
-    kill_all(leaders)
-    for path in dirs:
-        shutil.rmtree(path, ignore_errors=True)
+    state_dir = sys.argv[1]
+    ranks = [p for p in map(rank_process, sys.stdin) if p is not None]
+    kill_all(lambda: session_processes(ranks, state_dir, everyone=True))
+    shutil.rmtree(state_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -1,36 +1,34 @@
-"""`Session`: owns the rank processes, their state, and lockstep broadcasts to their debuggers."""
+"""`Session`: owns the ranks, their state, requests to them, and lockstep broadcasts to their debuggers."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import os
+import secrets
 import shutil
-import signal
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ptyprocess import PtyProcess
-
-from ddptui.core import launch, reaper
-from ddptui.core.channel import ChannelServer, Event
+from ddptui.core import launch
+from ddptui.core.channel import ChannelServer, Connection
+from ddptui.core.local import LocalJob, LocalRank, SpawnError
 from ddptui.core.logs import SessionLog
 from ddptui.core.rank import Rank
-from ddptui.core.stalls import StallWatch
-from ddptui.core.state import Phase, RankState
+from ddptui.core.stalls import IDLE_WINDOW, StallWatch
+from ddptui.core.state import RankState
 from ddptui.core.targets import Line, format_ranks, parse_line, parse_ranks
+from ddptui.core.transport import RequestError
+from ddptui.rank.protocol import Hello, Reply
 
 TICK = 0.1
 """Seconds between checks for stalled ranks and overdue prompts."""
 
 
 @dataclass
-class Reply:
+class Answer:
     """What one rank printed for a broadcast command, and where it ended up."""
 
     rank: int
@@ -43,7 +41,7 @@ class Broadcast:
     """The result of sending one command to a set of ranks in lockstep."""
 
     command: str
-    replies: list[Reply] = field(default_factory=list)
+    replies: list[Answer] = field(default_factory=list)
     skipped: dict[int, str] = field(default_factory=dict)
     """Targeted ranks that were not at a prompt, with their state in words."""
 
@@ -55,123 +53,103 @@ def _resolve(waiter: asyncio.Future[None]) -> None:
 
 
 class Session:
-    """A running job: N ranks, each in its own pty, driven from one asyncio loop."""
+    """A running job: N ranks, each reached through its transport, driven from one asyncio loop."""
 
     def __init__(self, spec: launch.LaunchSpec) -> None:
         self.spec = spec
         self.ranks: list[Rank] = []
-        self._by_pid: dict[int, Rank] = {}
         self.targets: frozenset[int] | None = None
         """The default broadcast target; None means every live rank."""
         self.on_output: list[Callable[[int, bytes], None]] = []
         self.on_state: list[Callable[[int, RankState], None]] = []
+        self.on_notice: list[Callable[[str], None]] = []
+        """Called with lines the user should see: refused connections, logging failures."""
+        self.notices: list[str] = []
         self.port = 0
+        self.outstanding: frozenset[int] = frozenset()
+        """Ranks the broadcast in flight still waits for."""
+        self.in_flight_command = ""
+        """The command being broadcast, or empty."""
         self._dir = ""
         self._server: ChannelServer | None = None
-        self._reaper: subprocess.Popen[bytes] | None = None
+        self._job: LocalJob | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._changed: list[asyncio.Future[None]] = []
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
         self._closing = False
-        self._stalls: StallWatch | None = None
+        self._stalls = StallWatch(spec.stall_timeout)
         self._log: SessionLog | None = None
-        self.outstanding: frozenset[int] = frozenset()
-        """Ranks the broadcast in flight still waits for."""
-        self.in_flight_command = ""
-        """The command being broadcast, or empty."""
+
+    @property
+    def state_dir(self) -> str:
+        """The session's private directory (0700): socket, stack dumps."""
+        return self._dir
 
     # -- start ------------------------------------------------------------------------------
     async def start(self) -> None:
-        """Create the side channel and the watchdog, then spawn every rank."""
+        """Open the logs and the rank link server, start the watchdog, then spawn every rank."""
         spec = self.spec
         if spec.master_port is not None:
             launch.check_port(spec.master_addr, spec.master_port)
         self.port = spec.master_port or launch.free_port(spec.master_addr)
         self._loop = asyncio.get_running_loop()
         if spec.log_dir:
-            self._log = SessionLog(spec.log_dir, spec.nproc)
+            self._log = SessionLog(spec.log_dir, spec.nproc, on_failure=self.log)
             self.on_output.append(self._log.output)
             self.on_state.append(self._log.state)
-        self._dir = tempfile.mkdtemp(prefix="ddptui-")
-        self._stalls = StallWatch(spec.stall_timeout, self._dir)
-        self._start_reaper()
-        self._server = ChannelServer(os.path.join(self._dir, "channel.sock"), self._on_event)
+        self._dir = launch.private_dir()
+        token = secrets.token_hex(16)
+        self._server = ChannelServer(
+            os.path.join(self._dir, launch.SOCKET_NAME), token, self._hello, self.log
+        )
         await self._server.start()
+        self._job = LocalJob(self._dir)
+        self._job.start(dict(os.environ, PYTHONPATH=launch.python_path(os.environ.get("PYTHONPATH")) or ""))
+        link = launch.Link(self._server.path, self._dir, token)
         run_id = launch.new_run_id()
         for index in range(spec.nproc):
-            env = launch.rank_env(spec, index, self.port, run_id, self._server.path, self._dir)
-            self._add_rank(index, launch.spawn(spec, env))
+            env = launch.rank_env(spec, index, self.port, run_id, link)
+            try:
+                transport = self._job.spawn(spec.argv(), env, spec.cwd, (spec.columns, spec.lines))
+            except SpawnError as exc:
+                raise launch.LaunchError(str(exc)) from None
+            self._add_rank(index, transport)
         self._spawn_task(self._watch())
 
-    def _start_reaper(self) -> None:
-        """Start the watchdog that cleans up if this process dies without closing the session."""
-        env = dict(os.environ, PYTHONPATH=launch.python_path(os.environ.get("PYTHONPATH")) or "")
-        self._reaper = subprocess.Popen(
-            [sys.executable, "-m", "ddptui.core.reaper"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            start_new_session=True,
-            env=env,
-        )
-        self._tell_reaper(f"dir {self._dir}")
-
-    def _tell_reaper(self, line: str) -> None:
-        """Send one line to the watchdog."""
-        assert self._reaper is not None and self._reaper.stdin is not None
-        self._reaper.stdin.write(line.encode() + b"\n")
-        self._reaper.stdin.flush()
-
-    def _add_rank(self, index: int, proc: PtyProcess) -> None:
-        """Track a spawned rank: its pty output and its exit."""
-        assert self._loop is not None
-        rank = Rank(index, proc, self._state_changed)
+    def _add_rank(self, index: int, transport: LocalRank) -> None:
+        """Track a spawned rank: its output, its events, its exit."""
+        rank = Rank(index, transport, self._state_changed)
+        transport.dump_path = os.path.join(self._dir, f"stack-{index}.txt")
+        transport.on_output = lambda data: self._output(rank, data)
         self.ranks.append(rank)
-        self._by_pid[rank.pid] = rank
-        self._tell_reaper(f"pid {rank.pid}")
-        self._loop.add_reader(rank.fd, self._drain, rank)
-        pidfd = os.pidfd_open(rank.pid)
-        self._loop.add_reader(pidfd, self._reap, rank, pidfd)
+
+    def _hello(self, connection: Connection, hello: Hello) -> bool:
+        """Bind an authenticated link to the rank whose process is at the other end."""
+        for rank in self.ranks:
+            transport = rank.transport
+            if isinstance(transport, LocalRank) and transport.pid == connection.peer_pid:
+                if transport.linked:
+                    return False
+                transport.identity = hello.identity
+                transport.link(connection)
+                rank.linked()
+                return True
+        return False
+
+    def log(self, line: str) -> None:
+        """Tell the user (and the session log) something about the session itself."""
+        self.notices.append(line)
+        for callback in self.on_notice:
+            callback(line)
 
     # -- I/O callbacks ----------------------------------------------------------------------
-    def _drain(self, rank: Rank) -> None:
-        """Read a pty as fast as it fills: a slow UI must never block a rank's writes."""
-        data = rank.read()
-        if rank.closed and self._loop is not None:
-            self._loop.remove_reader(rank.fd)
-        if data:
-            if rank.state.phase is Phase.WAITING:
-                rank.set_state(rank.state.evolve(phase=Phase.RUNNING))
-            for callback in self.on_output:
-                callback(rank.index, data)
-            self._notify()
-
-    def _reap(self, rank: Rank, pidfd: int) -> None:
-        """Collect a rank's exit status once its process is gone."""
-        assert self._loop is not None
-        try:
-            pid, status = os.waitpid(rank.pid, os.WNOHANG)
-        except ChildProcessError:
-            pid, status = rank.pid, 255 << 8
-        if pid == 0:
-            return
-        self._loop.remove_reader(pidfd)
-        os.close(pidfd)
-        rank.proc.terminated = True
-        rank.proc.exitstatus = status
-        while not rank.closed and rank.read():
-            pass
-        self._drain(rank)
-        rank.on_exit(os.waitstatus_to_exitcode(status))
-
-    def _on_event(self, event: Event) -> None:
-        """Route a side-channel event to its rank (events from forked children are ignored)."""
-        pid = event.get("pid")
-        rank = self._by_pid.get(pid) if isinstance(pid, int) else None
-        if rank is not None:
-            if event.get("ev") == "hello":
-                rank.hello = True
-            rank.on_event(event)
+    def _output(self, rank: Rank, data: bytes) -> None:
+        """Record a rank's output and hand it to the front ends."""
+        rank.received(data)
+        for callback in self.on_output:
+            callback(rank.index, data)
+        self._notify()
 
     def _state_changed(self, rank: Rank) -> None:
         """Tell the front ends, wake the waiters."""
@@ -208,12 +186,15 @@ class Session:
     # -- stalls -----------------------------------------------------------------------------
     async def _watch(self) -> None:
         """Mark stalled ranks waiting (see `StallWatch`); a waiting rank using CPU runs again."""
-        assert self._stalls is not None
+        assert self._job is not None
+        sampled = 0.0
         while not self._closing:
             now = time.monotonic()
-            for rank in self._stalls.sample(self.ranks, now):
-                if rank.state.phase is Phase.WAITING:
-                    rank.set_state(rank.state.evolve(phase=Phase.RUNNING))
+            if now - sampled >= IDLE_WINDOW:
+                sampled = now
+                await asyncio.to_thread(self._job.sample)  # a process scan never runs on the loop
+                for rank in self._stalls.sample(self.ranks, time.monotonic()):
+                    rank.resumed()
             for rank in self.ranks:
                 if self._stalls.due(rank, now):
                     self._spawn_task(self._stalls.mark_waiting(rank))
@@ -223,22 +204,27 @@ class Session:
     # -- input ------------------------------------------------------------------------------
     def send_input(self, index: int, data: bytes) -> None:
         """Type bytes into one rank's terminal (keystrokes from its pane)."""
-        rank = self.ranks[index]
-        rank.write(data)
-        if rank.flush() and self._loop is not None:
-            self._loop.add_writer(rank.fd, self._flush_later, rank)
-
-    def _flush_later(self, rank: Rank) -> None:
-        """Write queued input once the pty accepts it."""
-        if not rank.flush() and self._loop is not None:
-            self._loop.remove_writer(rank.fd)
+        self.ranks[index].write(data)
 
     def resize(self, index: int, columns: int, lines: int) -> None:
-        """Set a rank's terminal size (TIOCSWINSZ; the rank gets SIGWINCH)."""
-        rank = self.ranks[index]
-        if not rank.closed:
-            with contextlib.suppress(OSError):
-                rank.proc.setwinsize(lines, columns)
+        """Set a rank's terminal size."""
+        self.ranks[index].transport.resize(columns, lines)
+
+    # -- requests ---------------------------------------------------------------------------
+    async def ask(
+        self, kind: str, args: dict[str, object], targets: Iterable[int], timeout: float = 2.0
+    ) -> dict[int, Reply | str]:
+        """Ask every target rank at once; each gets its reply, or a line saying why there is none."""
+
+        async def one(rank: Rank) -> Reply | str:
+            try:
+                return await rank.transport.request(kind, args, timeout)
+            except RequestError as exc:
+                return str(exc)
+
+        ranks = [self.ranks[index] for index in targets]
+        answers = await asyncio.gather(*(one(rank) for rank in ranks))
+        return {rank.index: answer for rank, answer in zip(ranks, answers, strict=True)}
 
     # -- lockstep ---------------------------------------------------------------------------
     def live(self, targets: Iterable[int] | None = None) -> list[Rank]:
@@ -274,15 +260,15 @@ class Session:
             self.in_flight_command = command
             line = command.encode() + b"\r"
             for rank in ready:  # all writes first: the ranks start at the same moment
-                self.send_input(rank.index, line)
+                rank.write(line)
             for rank in ready:
-                rank.set_state(rank.state.evolve(phase=Phase.RUNNING))
+                rank.resumed()
             self.outstanding = frozenset(start)
             try:
                 await self.wait_until(lambda: not self._still_out(start))
             finally:
                 self.outstanding, self.in_flight_command = frozenset(), ""
-            result.replies = [Reply(r.index, r.output.since(start[r.index][0]), r.state) for r in ready]
+            result.replies = [Answer(r.index, r.output.since(start[r.index][0]), r.state) for r in ready]
             return result
 
     def _still_out(self, start: dict[int, tuple[int, int]]) -> frozenset[int]:
@@ -292,20 +278,19 @@ class Session:
             self.outstanding -= back
         return self.outstanding
 
-    def _returned(self, rank: Rank, paused_count: int) -> bool:
+    @staticmethod
+    def _returned(rank: Rank, paused_count: int) -> bool:
         """True when a rank sent a command is back at its prompt, stalled, or gone."""
-        if rank.state.phase is Phase.PAUSED:
+        if rank.state.at_prompt:
             return rank.paused_count > paused_count and rank.settled(time.monotonic())
-        return rank.state.phase is Phase.WAITING or not rank.state.alive
+        return rank.settled(time.monotonic())
 
     def set_targets(self, spec: str) -> str:
         """`:ranks 0,2-3` / `:ranks all`: set the default target; returns a line for the user."""
-        if not spec.strip():
-            shown = "all" if self.targets is None else format_ranks(self.targets)
-            return f"target ranks: {shown}"
-        ranks = parse_ranks(spec, len(self.ranks))
-        self.targets = None if len(ranks) == len(self.ranks) else ranks
-        return f"target ranks: {'all' if self.targets is None else format_ranks(ranks)}"
+        if spec.strip():
+            ranks = parse_ranks(spec, len(self.ranks))
+            self.targets = None if len(ranks) == len(self.ranks) else ranks
+        return f"target ranks: {'all' if self.targets is None else format_ranks(self.targets)}"
 
     def parse(self, line: str) -> Line:
         """Classify a typed line (see `targets.parse_line`)."""
@@ -319,62 +304,44 @@ class Session:
         self._closing = True
         for task in list(self._tasks):
             task.cancel()
-        await self._end_ranks(grace)
+        for rank in self.ranks:
+            rank.ending()
+        if self._job is not None:
+            await asyncio.to_thread(self._job.end, grace)
+            everyone = range(len(self.ranks))
+            await self.wait_until(lambda: not self.live(everyone), 2.0)
         if self._server is not None:
             await self._server.close()
-        for rank in self.ranks:
-            self._close_pty(rank)
+        self._close_terminals()
         await asyncio.to_thread(self._release)
 
     def kill_now(self) -> None:
         """Synchronous last resort when the event loop is gone: kill everything, remove files."""
-        if self._closing and self._reaper is None:
+        if self._closing and self._job is None:
             return
         self._closing = True
-        reaper.kill_all({r.pid for r in self.ranks})
+        if self._job is not None:
+            self._job.end(0.0)
+        with contextlib.suppress(RuntimeError):  # the loop may be closed already
+            self._close_terminals()
         self._release()
 
+    def _close_terminals(self) -> None:
+        """Stop reading every rank's terminal and close it."""
+        if self._job is not None:
+            for transport in self._job.ranks:
+                transport.close()
+
     def _release(self) -> None:
-        """Stop the watchdog (it sweeps once more), remove the session's files, close the logs."""
-        if self._reaper is not None:
-            with contextlib.suppress(OSError):
-                self._reaper.stdin.close()  # type: ignore[union-attr]
-            self._reaper.wait()
-            self._reaper = None
+        """Stop the watchdog, remove the session's files, close the logs (blocking)."""
+        if self._job is not None:
+            self._job.release()
+            self._job = None
         if self._dir:
             shutil.rmtree(self._dir, ignore_errors=True)
         if self._log is not None:
             self._log.close()
             self._log = None
-
-    async def _end_ranks(self, grace: float) -> None:
-        """SIGTERM the rank trees, SIGKILL what outlives `grace` seconds, wait for the exits."""
-        for rank in self.ranks:
-            if rank.state.alive:
-                rank.set_state(rank.state.evolve(ended_by_ddptui=True))
-        leaders = {r.pid for r in self.ranks}
-        self._signal(reaper.doomed(leaders), signal.SIGTERM)
-        everyone = range(len(self.ranks))
-        await self.wait_until(lambda: not self.live(everyone), grace)
-        await asyncio.to_thread(reaper.kill_all, leaders)  # returns at once when nothing is left
-        await self.wait_until(lambda: not self.live(everyone), 2.0)
-
-    @staticmethod
-    def _signal(pids: Iterable[int], sig: int) -> None:
-        """Send a signal to processes that may already be gone."""
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                os.kill(pid, sig)
-
-    def _close_pty(self, rank: Rank) -> None:
-        """Stop reading a rank's pty and close it."""
-        if self._loop is not None:
-            self._loop.remove_reader(rank.fd)
-            self._loop.remove_writer(rank.fd)
-        if not rank.proc.closed:
-            rank.proc.fileobj.close()
-            rank.proc.closed = True
-        rank.closed = True
 
     def _spawn_task(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run a background coroutine owned by the session."""
@@ -383,4 +350,4 @@ class Session:
         task.add_done_callback(self._tasks.discard)
 
 
-__all__ = ["Broadcast", "Reply", "Session"]
+__all__ = ["Answer", "Broadcast", "Session"]

@@ -4,25 +4,25 @@ from __future__ import annotations
 
 import os
 import re
-import sysconfig
-from dataclasses import dataclass
 
-from ddptui.core.state import Location
+from ddptui.rank.protocol import Frame, is_library
+
+__all__ = [
+    "Frame",
+    "blocked_at",
+    "callee_name",
+    "is_library",
+    "main_thread",
+    "parse_threads",
+    "waiting_point",
+]
 
 _FRAME = re.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+) in (?P<func>.*)$')
 _THREAD = re.compile(r"^(Current thread|Thread) 0x[0-9a-f]+")
-_LIBRARY_DIRS = tuple({sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")})
 _DDPTUI_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_DEBUGGER_FILES = ("/bdb.py", "/pdb.py", "/cmd.py")
+"""A rank busy inside a debugger command waits in the debugger's frames, which are never the callee."""
 _WRAPPERS = {"wrapper", "inner", "_fn", "decorate_context", "_wrapped_call_impl", "_call_impl"}
-
-
-@dataclass(frozen=True)
-class Frame:
-    """One frame of a stack dump."""
-
-    file: str
-    line: int
-    func: str
 
 
 def parse_threads(dump: str) -> list[list[Frame]]:
@@ -36,16 +36,6 @@ def parse_threads(dump: str) -> list[list[Frame]]:
     return threads
 
 
-def is_library(path: str) -> bool:
-    """True for frames outside the user's code: stdlib, site-packages, frozen modules, ddptui."""
-    return (
-        path.startswith(("<", _DDPTUI_DIR))
-        or path.startswith(_LIBRARY_DIRS)
-        or "/site-packages/" in path
-        or "/dist-packages/" in path
-    )
-
-
 def main_thread(threads: list[list[Frame]]) -> list[Frame]:
     """The thread running the user's script: the one whose outermost frame is the launcher."""
     for frames in threads:
@@ -54,12 +44,16 @@ def main_thread(threads: list[list[Frame]]) -> list[Frame]:
     return threads[0] if threads else []
 
 
-def waiting_point(dump: str) -> tuple[Location | None, str | None]:
-    """The innermost user frame of the main thread, and the library call it waits in."""
-    frames = main_thread(parse_threads(dump))
+def waiting_point(dump: str) -> tuple[Frame | None, str | None]:
+    """The innermost user frame of a dump's main thread, and the library call it waits in."""
+    return blocked_at(main_thread(parse_threads(dump)))
+
+
+def blocked_at(frames: list[Frame]) -> tuple[Frame | None, str | None]:
+    """The innermost user frame of a stack (innermost first), and the library call it waits in."""
     for index, frame in enumerate(frames):
         if not is_library(frame.file):
-            return Location(frame.file, frame.line, frame.func), callee_name(frames[:index])
+            return frame, callee_name(frames[:index])
     return None, (frames[0].func if frames else None)
 
 
@@ -68,7 +62,8 @@ def callee_name(callees: list[Frame]) -> str | None:
     for frame in callees:
         if frame.file.endswith("distributed_c10d.py") and frame.func not in _WRAPPERS:
             return frame.func
-    for frame in reversed(callees):
+    ours = [frame for frame in callees if not frame.file.endswith(_DEBUGGER_FILES)]
+    for frame in reversed(ours):
         if frame.func not in _WRAPPERS:
             return frame.func
-    return callees[0].func if callees else None
+    return ours[0].func if ours else None

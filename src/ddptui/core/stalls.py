@@ -5,21 +5,18 @@ collective uses no CPU and sleeps; a rank starved of CPU or reading from disk is
 disk wait, so not idle) and no running rank of the job used CPU meanwhile: a rank importing torch
 or computing is slow, not stuck, and so are the ranks waiting for it. A rank that stays busy for
 BUSY_FACTOR stall timeouts is called waiting anyway, so a spinning rank cannot hold up a batch. The
-location comes from a faulthandler dump (SIGUSR1), refreshed every stall timeout while waiting.
+location comes from the rank's own `stack` answer, or from a faulthandler dump when its
+interpreter cannot answer, refreshed every stall timeout while waiting.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import os
-import signal
 import time
 
-from ddptui.core import proctable
 from ddptui.core.rank import Rank
-from ddptui.core.stacks import waiting_point
-from ddptui.core.state import Phase
+from ddptui.core.stacks import blocked_at, waiting_point
+from ddptui.core.state import Frame, Phase
+from ddptui.core.transport import RequestError
 
 IDLE_WINDOW = 0.5
 """Seconds of CPU accounting behind an idle/busy verdict."""
@@ -30,36 +27,48 @@ BUSY_FACTOR = 10
 RUNNING = (Phase.STARTING, Phase.RUNNING)
 
 
-class StallWatch:
-    """Samples the ranks' CPU and decides which ranks are waiting."""
+async def where_blocked(rank: Rank) -> tuple[Frame | None, str | None]:
+    """Where a running rank's main thread stands: its own `stack` answer, else a faulthandler dump."""
+    transport = rank.transport
+    if not transport.linked:
+        return None, None
+    try:
+        reply = await transport.request("stack", {}, 0.5)
+    except RequestError:
+        reply = None
+    if reply is not None and reply.ok and isinstance(reply.value, list):
+        for thread in reply.value:
+            if thread.get("main"):
+                return blocked_at([Frame.from_json(f) for f in reversed(thread["frames"])])
+    return waiting_point(await transport.stack_dump())
 
-    def __init__(self, timeout: float, state_dir: str) -> None:
+
+class StallWatch:
+    """Reads the ranks' CPU samples and decides which ranks are waiting."""
+
+    def __init__(self, timeout: float) -> None:
         self.timeout = timeout
-        self.state_dir = state_dir
         self.progress = time.monotonic()
         """When a running rank last used CPU."""
-        self._sampled = self.progress
         self._cpu: dict[int, float] = {}
         self._idle: dict[int, bool] = {}
         self._dumped: dict[int, float] = {}
         self._dumping: set[int] = set()
+        self._sampled = self.progress
 
     def sample(self, ranks: list[Rank], now: float) -> list[Rank]:
-        """Every IDLE_WINDOW, read the ranks' CPU time; return the ranks that were busy."""
-        if now - self._sampled < IDLE_WINDOW:
-            return []
+        """Read the ranks' latest CPU samples; return the ranks that were busy."""
         interval, self._sampled = now - self._sampled, now
-        watched = {rank.pid: rank for rank in ranks if self._watched(rank, now)}
+        busy = []
         for rank in ranks:
-            if rank.pid not in watched:
+            usage = rank.transport.activity() if self._watched(rank, now) else None
+            if usage is None:
                 self._cpu.pop(rank.index, None)
                 self._idle.pop(rank.index, None)
-        usage = proctable.tree_usage(proctable.scan(), set(watched)) if watched else {}
-        busy = []
-        for pid, rank in watched.items():
-            used, active = usage[pid]
+                continue
+            used, active = usage
             before, self._cpu[rank.index] = self._cpu.get(rank.index), used
-            if before is not None:
+            if before is not None and interval > 0:
                 self._idle[rank.index] = not active and (used - before) / interval <= IDLE_CPU
                 if not self._idle[rank.index]:
                     busy.append(rank)
@@ -85,7 +94,7 @@ class StallWatch:
         return idle and min(running_for, now - self.progress) > self.timeout
 
     def due(self, rank: Rank, now: float) -> bool:
-        """True when the rank's stack should be dumped: newly stalled, or waiting and stale."""
+        """True when the rank's stack should be sampled: newly stalled, or waiting and stale."""
         if rank.index in self._dumping:
             return False
         if rank.state.phase is Phase.WAITING:
@@ -93,34 +102,11 @@ class StallWatch:
         return self.stalled(rank, now)
 
     async def mark_waiting(self, rank: Rank) -> None:
-        """Dump the rank's stack and mark it waiting where its user code stands."""
+        """Sample the rank's stack and mark it waiting where its user code stands."""
         self._dumping.add(rank.index)
         try:
-            dump = await self.stack_dump(rank) if rank.hello else ""
+            location, callee = await where_blocked(rank)
             self._dumped[rank.index] = time.monotonic()
-            location, callee = waiting_point(dump)
-            if rank.state.phase in (*RUNNING, Phase.WAITING):
-                state = rank.state.evolve(phase=Phase.WAITING, location=location, waiting_in=callee)
-                if state != rank.state:
-                    rank.set_state(state)
+            rank.stalled(location, callee)
         finally:
             self._dumping.discard(rank.index)
-
-    async def stack_dump(self, rank: Rank, timeout: float = 1.0) -> str:
-        """Every thread's Python stack of a running rank, via faulthandler on SIGUSR1."""
-        path = os.path.join(self.state_dir, f"stack-{rank.index}.txt")
-        with contextlib.suppress(OSError):
-            os.truncate(path, 0)
-            os.kill(rank.pid, signal.SIGUSR1)
-        deadline, last = time.monotonic() + timeout, ""
-        while time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
-            try:
-                with open(path, errors="replace") as dump:
-                    text = dump.read()
-            except OSError:
-                return ""
-            if text and text == last:
-                return text
-            last = text
-        return last

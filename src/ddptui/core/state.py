@@ -1,12 +1,18 @@
-"""What a rank is doing, as one small immutable value the front ends render."""
+"""What a rank is doing, as one small immutable value the front ends render.
+
+Every change of a rank's state is one of the named transitions below, applied by `Rank` only:
+a misspelt field is a type error, not a silently ignored keyword.
+"""
 
 from __future__ import annotations
 
 import enum
-import functools
-import os
 import signal
 from dataclasses import dataclass
+
+from ddptui.rank.protocol import Frame, short_path
+
+__all__ = ["Crash", "Frame", "Phase", "RankState", "describe_exit", "short_path"]
 
 
 class Phase(enum.Enum):
@@ -20,38 +26,13 @@ class Phase(enum.Enum):
     CRASHED = "crashed"
 
 
-@functools.lru_cache(maxsize=1024)
-def short_path(path: str) -> str:
-    """A path as users read it: relative to the working directory when inside it, else the name.
-
-    Cached: ddptui never changes directory, and the rank bar asks on every redraw.
-    """
-    if not os.path.isabs(path):
-        return path
-    rel = os.path.relpath(path)
-    return os.path.basename(path) if rel.startswith("..") else rel
-
-
-@dataclass(frozen=True)
-class Location:
-    """A source position: file, line and function."""
-
-    file: str
-    line: int
-    func: str = ""
-
-    def __str__(self) -> str:
-        """`train.py:12`, the form shown everywhere."""
-        return f"{short_path(self.file)}:{self.line}"
-
-
 @dataclass(frozen=True)
 class Crash:
-    """The innermost uncaught exception of a rank."""
+    """The innermost uncaught exception of a rank, or the fatal signal that killed it."""
 
     type: str
     message: str
-    where: Location | None
+    where: Frame | None
 
     def __str__(self) -> str:
         """`NameError: name 'c' is not defined (train.py:12)`."""
@@ -72,17 +53,19 @@ def describe_exit(code: int) -> str:
     return f"exited {code}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RankState:
     """One rank's state; replaced, never mutated, so views can compare old and new."""
 
     phase: Phase = Phase.STARTING
-    location: Location | None = None
+    location: Frame | None = None
     crash: Crash | None = None
     exit_code: int | None = None
     waiting_in: str | None = None
     post_mortem: bool = False
     ended_by_ddptui: bool = False
+    fatal_site: str | None = None
+    """Where a fatal signal hit, `at train.py:4 (in __init__)`, when the rank died of one."""
 
     @property
     def alive(self) -> bool:
@@ -94,12 +77,40 @@ class RankState:
         """True when the rank's debugger is reading a command."""
         return self.phase is Phase.PAUSED
 
-    def evolve(self, **changes: object) -> RankState:
-        """A copy with some fields changed (cheaper than dataclasses.replace, on every event)."""
-        state = object.__new__(RankState)
-        state.__dict__.update(self.__dict__, **changes)
-        return state
+    # -- transitions (the only ways a state changes) -----------------------------------------
+    def running(self) -> RankState:
+        """Resumed by a command, or seen making progress again."""
+        return RankState(Phase.RUNNING, self.location, self.crash, None, None, False, self.ended_by_ddptui)
 
+    def paused(self, where: Frame, post_mortem: bool) -> RankState:
+        """The debugger's prompt opened at `where`."""
+        return RankState(Phase.PAUSED, where, self.crash, None, None, post_mortem, self.ended_by_ddptui)
+
+    def waiting(self, where: Frame | None, callee: str | None) -> RankState:
+        """Idle while running: blocked at `where`, inside `callee` (a collective, a sleep)."""
+        return RankState(Phase.WAITING, where, self.crash, None, callee, False, self.ended_by_ddptui)
+
+    def crashed(self, crash: Crash) -> RankState:
+        """The user's code raised; the rank stays alive in post-mortem until it exits."""
+        where = crash.where or self.location
+        return RankState(
+            self.phase, where, crash, None, self.waiting_in, self.post_mortem, self.ended_by_ddptui
+        )
+
+    def ending(self) -> RankState:
+        """ddptui is ending the rank (teardown): keeps the phase, which is what the user needs."""
+        return RankState(self.phase, self.location, self.crash, None, self.waiting_in, self.post_mortem, True)
+
+    def exited(self, code: int, fatal_site: str | None = None) -> RankState:
+        """The process is gone with status `code` (negative: killed by that signal)."""
+        phase = Phase.CRASHED if self.crash or (code < 0 and fatal_site) else Phase.EXITED
+        if self.ended_by_ddptui:
+            phase = self.phase
+        return RankState(
+            phase, self.location, self.crash, code, self.waiting_in, False, self.ended_by_ddptui, fatal_site
+        )
+
+    # -- words ---------------------------------------------------------------------------------
     def describe(self) -> str:
         """The state in words: `paused at train.py:14`, `crashed NameError: ...`, `exited 0`."""
         text = self._describe_phase()
@@ -115,6 +126,7 @@ class RankState:
         if self.phase is Phase.WAITING:
             where = f" at {self.location}" if self.location else ""
             return f"waiting{where}" + (f" in {self.waiting_in}" if self.waiting_in else "")
-        if self.phase is Phase.EXITED and self.exit_code is not None:
-            return describe_exit(self.exit_code)
+        if self.exit_code is not None and self.phase in (Phase.EXITED, Phase.CRASHED):
+            text = describe_exit(self.exit_code)
+            return f"{text} {self.fatal_site}" if self.fatal_site else text
         return str(self.phase.value)

@@ -61,6 +61,8 @@ def parse_line(line: str, world_size: int) -> Line:
     stripped = line.strip()
     if not stripped:
         return Line("empty", "")
+    if stripped in ("q", "quit", "exit"):  # pdb's own `q` would kill the rank: it means ddptui's quit
+        return Line("ddptui", "quit")
     if stripped.startswith(":"):
         return Line("ddptui", stripped[1:].strip())
     if stripped.startswith("@"):

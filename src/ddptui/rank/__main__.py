@@ -11,13 +11,15 @@ import faulthandler
 import os
 import runpy
 import signal
+import socket
 import sys
 import threading
 import traceback
 from typing import IO, Any
 
 from ddptui.rank import debugger
-from ddptui.rank.channel import STATE_DIR_ENV, channel
+from ddptui.rank.link import link
+from ddptui.rank.protocol import STATE_DIR_ENV, Crashed, Exited, Frame, Identity
 
 
 def stack_dump_file(rank: int) -> IO[Any]:
@@ -56,10 +58,30 @@ def report_crash(exc: BaseException) -> None:
     tb = debugger.trim_traceback(exc.__traceback__)
     traceback.print_exception(type(exc), exc, tb)
     sys.stderr.flush()
-    frames = [[f.filename, f.lineno, f.name] for f in traceback.extract_tb(tb)]
-    channel.send("exception", type=type(exc).__name__, message=str(exc), frames=frames)
+    frames = tuple(Frame(f.filename, f.lineno or 0, f.name) for f in traceback.extract_tb(tb))
+    link.send(Crashed(type(exc).__name__, _message(exc), frames))
     if tb is not None:
         debugger.post_mortem(tb)
+
+
+def _message(exc: BaseException) -> str:
+    """An exception's message, never raising (a broken `__str__` is the user's bug, not ours)."""
+    try:
+        return str(exc)
+    except Exception:
+        return "<message unavailable>"
+
+
+def identity(rank: int) -> Identity:
+    """Who this rank is, from the environment torchrun (or ddptui) gave it."""
+
+    def number(name: str, default: int) -> int:
+        value = os.environ.get(name, "")
+        return int(value) if value.isdigit() else default
+
+    return Identity(
+        rank, number("LOCAL_RANK", rank), number("WORLD_SIZE", 1), socket.gethostname(), os.getpid()
+    )
 
 
 def run(argv: list[str]) -> int:
@@ -70,7 +92,7 @@ def run(argv: list[str]) -> int:
     rank = debugger.rank_number()
     debugger.install()
     route_stack_dumps(rank)
-    channel.send("hello", rank=rank)
+    link.connect(identity(rank))
     try:
         if argv[0] == "-m":
             sys.argv = [argv[1], *argv[2:]]
@@ -93,7 +115,7 @@ def run(argv: list[str]) -> int:
 def main() -> None:
     """Entry point: run, report `exited`, and exit with the script's status."""
     code = run(sys.argv[1:])
-    channel.send("exited", code=code)
+    link.send(Exited(code))
     sys.stdout.flush()
     sys.exit(code)
 

@@ -8,13 +8,17 @@ import sys
 import types
 from typing import Any
 
-from ddptui.rank.channel import RANK_ENV, channel
+from ddptui.rank.link import link
+from ddptui.rank.protocol import RANK_ENV, Frame, Paused, Running
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 HIDDEN_MODULES = ["runpy", "ddptui.rank", "ddptui.rank.*"]
 """Module globs pdb never stops in: the launcher's frames are not the user's code."""
 
 _ORIGINAL_PDB = pdb.Pdb
+
+active: RankPdb | None = None
+"""The debugger whose prompt is open in this process, if any (requests evaluate in its frame)."""
 
 
 def rank_number() -> int:
@@ -36,12 +40,10 @@ def trim_traceback(tb: types.TracebackType | None) -> types.TracebackType | None
     return tb
 
 
-def location(frame: types.FrameType | None) -> dict[str, Any]:
-    """The file, line and function of a frame, as sent in `paused` events."""
-    if frame is None:
-        return {}
+def location(frame: types.FrameType) -> Frame:
+    """The file, line and function of a frame."""
     code = frame.f_code
-    return {"file": code.co_filename, "line": frame.f_lineno, "func": code.co_name}
+    return Frame(code.co_filename, frame.f_lineno, code.co_name)
 
 
 class RankPdb(_ORIGINAL_PDB):
@@ -94,10 +96,19 @@ class RankPdb(_ORIGINAL_PDB):
             self.curframe = self.stack[self.curindex][0]
             self.curframe_locals = self.curframe.f_locals
 
+    def stop_here(self, frame: types.FrameType) -> bool:
+        """Never stop in ddptui's launcher: stepping past the script's end lets it finish."""
+        return not is_hidden(frame) and bool(super().stop_here(frame))
+
     def interaction(self, frame: Any, traceback: Any) -> None:
-        """Enter the prompt; a traceback without a frame means post-mortem."""
+        """Enter the prompt (a traceback without a frame means post-mortem); requests see it."""
+        global active
         self.post_mortem = frame is None and traceback is not None
-        super().interaction(frame, traceback)
+        outer, active = active, self
+        try:
+            super().interaction(frame, traceback)
+        finally:
+            active = outer
 
     def preloop(self) -> None:
         """Report `paused` when the prompt opens."""
@@ -112,11 +123,12 @@ class RankPdb(_ORIGINAL_PDB):
 
     def postloop(self) -> None:
         """Report `running` when a command resumes the program (n, s, c, ...)."""
-        channel.send("running", cmd=self.lastcmd)
+        link.send(Running(self.lastcmd))
 
     def _report_paused(self) -> None:
-        """Send where this rank's prompt is open."""
-        channel.send("paused", post_mortem=self.post_mortem, **location(self.curframe))
+        """Send where this rank's prompt is open, and how deep in the shown stack."""
+        if self.curframe is not None:
+            link.send(Paused(location(self.curframe), self.post_mortem, self.curindex))
 
 
 def breakpointhook(*args: Any, **kwargs: Any) -> None:

@@ -8,7 +8,10 @@ a good `Hello`, or on a connection whose token is wrong, is believed.
 
 from __future__ import annotations
 
+import functools
 import json
+import os
+import sysconfig
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar
 
@@ -32,6 +35,37 @@ class ProtocolError(ValueError):
     """A line that is not a well-formed message of this protocol version."""
 
 
+@functools.lru_cache(maxsize=1024)
+def short_path(path: str) -> str:
+    """A path as users read it: relative to the working directory when inside it, else the name.
+
+    Cached: the working directory of a ddptui process never changes, and views ask on every redraw.
+    """
+    if not os.path.isabs(path):
+        return path
+    rel = os.path.relpath(path)
+    return os.path.basename(path) if rel.startswith("..") else rel
+
+
+_DDPTUI_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_DEMO_DIR = os.path.join(_DDPTUI_DIR, "demo") + os.sep
+_LIBRARY_DIRS = tuple({sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")})
+
+
+def is_ddptui(path: str) -> bool:
+    """True for ddptui's own code; the bundled demo is user code like any other script."""
+    return path.startswith(_DDPTUI_DIR) and not path.startswith(_DEMO_DIR)
+
+
+def is_library(path: str) -> bool:
+    """True for frames outside the user's code: stdlib, site-packages, frozen modules, ddptui."""
+    if is_ddptui(path):
+        return True
+    if path.startswith(_DEMO_DIR):
+        return False
+    return path.startswith(("<", *_LIBRARY_DIRS)) or "/site-packages/" in path or "/dist-packages/" in path
+
+
 @dataclass(frozen=True)
 class Frame:
     """A source position: file, line and function. Used wherever a location travels or is shown."""
@@ -39,6 +73,10 @@ class Frame:
     file: str
     line: int
     func: str = ""
+
+    def __str__(self) -> str:
+        """`train.py:12`, the form shown everywhere."""
+        return f"{short_path(self.file)}:{self.line}"
 
     def to_json(self) -> list[Any]:
         """`[file, line, func]`, the compact wire form."""

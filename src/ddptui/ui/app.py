@@ -12,6 +12,7 @@ import signal
 import sys
 from collections.abc import Iterable
 
+from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
@@ -19,24 +20,22 @@ from textual.containers import Grid
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from ddptui.core import commands
 from ddptui.core.batch import exit_status
-from ddptui.core.launch import LaunchError, LaunchSpec, check_port
+from ddptui.core.launch import LaunchError, check_port
 from ddptui.core.session import Session
 from ddptui.core.state import RankState
 from ddptui.core.targets import TargetError, format_ranks
+from ddptui.core.text import inert
 from ddptui.ui.command_bar import CommandBar
+from ddptui.ui.command_log import CommandLog
 from ddptui.ui.quit_screen import QuitScreen
 from ddptui.ui.rank_bar import RankBar
 from ddptui.ui.rank_pane import RankPane
 
 PAGE_SIZE = 8
 """Panes shown at once; more ranks are paged (F3/F4 move the focus across pages)."""
-QUIT_WORDS = {"q", "quit", "exit", ":q", ":quit"}
-"""Command-line entries that quit ddptui instead of going to pdb."""
-HELP = (
-    "F2 broadcast/typing · F10 n · F11 s · Shift+F11 r · F5 c · F3/F4 previous/next rank · "
-    "@0,2 CMD a subset · :ranks 0-1 default targets · :state · q quit"
-)
+KEYS = "F2 broadcast/typing · F10 n · F11 s · Shift+F11 r · F5 c · F3/F4 previous/next rank · Ctrl+Q quit"
 
 
 def grid_shape(count: int) -> tuple[int, int]:
@@ -64,10 +63,11 @@ class DdptuiApp(App[int]):
         Binding("ctrl+q", "quit", "Quit", priority=True),
     ]
 
-    def __init__(self, spec: LaunchSpec) -> None:
+    def __init__(self, session: Session) -> None:
+        """Show `session`, which the app starts (its ranks are spawned once the panes have a size)."""
         super().__init__()
-        self.spec = spec
-        self.session = Session(spec)
+        self.session = session
+        spec = self.spec = session.spec
         self.page = 0
         self.focused_rank = 0
         self.broadcasting = False
@@ -76,6 +76,7 @@ class DdptuiApp(App[int]):
             for rank in range(spec.nproc)
         ]
         self.rank_bar = RankBar()
+        self.command_log = CommandLog()
         self.command_bar = CommandBar()
         self._quitting = False
 
@@ -85,6 +86,7 @@ class DdptuiApp(App[int]):
         yield self.rank_bar
         with Grid(id="panes"):
             yield from self.panes
+        yield self.command_log
         yield self.command_bar
         yield Footer()
 
@@ -127,6 +129,7 @@ class DdptuiApp(App[int]):
         """Spawn the ranks and wire their output and state to the panes."""
         self.session.on_output.append(self._rank_output)
         self.session.on_state.append(self._rank_state)
+        self.session.on_notice.append(self._notice)
         try:
             await self.session.start()
         except LaunchError as exc:
@@ -142,6 +145,10 @@ class DdptuiApp(App[int]):
         """Hand bytes to the rank's pane (cheap: emulation happens on the pane's frame timer)."""
         self.pane(rank).feed(data)
 
+    def _notice(self, line: str) -> None:
+        """Show a line about the session itself (a refused connection, logging stopped)."""
+        self.command_log.show(commands.Result((line,), error=True))
+
     def _rank_state(self, rank: int, state: RankState) -> None:
         """Show a rank's new state in the bar and on its pane (none once the app is closing)."""
         bar = self.rank_bar
@@ -149,7 +156,7 @@ class DdptuiApp(App[int]):
         states[rank] = state
         bar.states = tuple(states)
         pane = self.pane(rank)
-        pane.border_title = f"rank {rank} · {state.describe()}"
+        pane.border_title = Text(inert(f"rank {rank} · {state.describe()}"))
         pane.set_class(not state.alive, "-exited")
         pane.set_class(state.crash is not None, "-crashed")
 
@@ -162,10 +169,6 @@ class DdptuiApp(App[int]):
     # -- view → core ------------------------------------------------------------------------
     def on_rank_pane_input(self, event: RankPane.Input) -> None:
         """Keys typed in a pane go to that rank alone."""
-        self.session.send_input(event.rank, event.data)
-
-    def on_rank_pane_reply(self, event: RankPane.Reply) -> None:
-        """Terminal answers (cursor position queries) go back to the asking rank."""
         self.session.send_input(event.rank, event.data)
 
     def on_rank_pane_resized(self, event: RankPane.Resized) -> None:
@@ -186,33 +189,28 @@ class DdptuiApp(App[int]):
     def on_command_bar_submitted(self, event: CommandBar.Submitted) -> None:
         """Run a line from the command line."""
         line = event.line.strip()
-        if line in QUIT_WORDS:
-            self.action_quit()
-            return
         try:
             parsed = self.session.parse(line)
         except TargetError as exc:
-            self.notify(str(exc), severity="error")
+            self.command_log.show(commands.Result((str(exc),), error=True))
             return
         if parsed.kind == "ddptui":
             self.ddptui_command(parsed.text)
         elif parsed.kind == "pdb":
             self.broadcast(parsed.text, parsed.targets)
 
-    def ddptui_command(self, text: str) -> None:
-        """`:ranks`, `:state`, `:help`."""
-        name, _, arg = text.partition(" ")
-        if name in ("ranks", "r"):
-            try:
-                self.notify(self.session.set_targets(arg))
-            except TargetError as exc:
-                self.notify(str(exc), severity="error")
-            targets = self.session.targets
-            self.command_bar.target = "all" if targets is None else f"ranks {format_ranks(targets)}"
-        elif name in ("state", "status"):
-            self.notify("\n".join(f"rank {r.index}: {r.state.describe()}" for r in self.session.ranks))
-        else:
-            self.notify(HELP, title="keys" if name == "help" else f"unknown command :{name}", timeout=10)
+    @work(group="commands")
+    async def ddptui_command(self, text: str) -> None:
+        """Run a `:` command and show its result in the command log."""
+        self.command_log.echo(f":{text}")
+        result = await commands.run(self.session, text)
+        self.command_log.show(result)
+        if text.split(" ", 1)[0] in ("help", "h", "?"):
+            self.command_log.show(commands.Result((f"keys: {KEYS}",)))
+        targets = self.session.targets
+        self.command_bar.target = "all" if targets is None else f"ranks {format_ranks(targets)}"
+        if result.quit:
+            self.action_quit()
 
     @work(group="broadcast")
     async def broadcast(self, command: str, targets: frozenset[int] | None = None) -> None:
@@ -220,12 +218,12 @@ class DdptuiApp(App[int]):
         if not self.session.ranks or self._quitting:
             return
         if not self.session.live(targets):
-            self.notify("no live rank to send it to", severity="warning")
+            self.command_log.show(commands.Result(("no live rank to send it to",), error=True))
             return
         result = await self.session.broadcast(command, targets)
-        if result.skipped:
-            skipped = ", ".join(f"rank {r} ({why})" for r, why in result.skipped.items())
-            self.notify(f"{command!r} not sent to {skipped}: not at a prompt", severity="warning")
+        for index, why in result.skipped.items():
+            line = f"{command} not sent to rank {index}, not at a prompt ({why})"
+            self.command_log.show(commands.Result((line,), error=True))
 
     # -- actions ----------------------------------------------------------------------------
     def action_step(self, command: str) -> None:
@@ -312,11 +310,12 @@ class DdptuiApp(App[int]):
         yield SystemCommand("Next rank (F4)", "Type into the next rank", lambda: self.action_focus_rank(1))
 
 
-def run_app(spec: LaunchSpec) -> int:
+def run_app(session: Session) -> int:
     """Run the app; print each rank's last state after it closes; return the exit status."""
+    spec = session.spec
     if spec.master_port is not None:
         check_port(spec.master_addr, spec.master_port)  # a one-line error before the screen opens
-    app = DdptuiApp(spec)
+    app = DdptuiApp(session)
     status = app.run()
     app.session.kill_now()
     if app.return_code == 2 or status is None:

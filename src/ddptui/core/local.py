@@ -1,0 +1,372 @@
+"""Ranks on this machine: a pty per rank (the one ptyprocess adapter), and ending them safely.
+
+`LocalRank` is the `RankTransport` of a rank ddptui spawned. `LocalJob` owns what the ranks of
+one session leave behind: it makes ddptui a child subreaper (so double-forked descendants stay
+under it), runs the watchdog that ends everything if ddptui dies, samples CPU use for the stall
+watch, and ends the ranks' process trees. Only processes that are provably the session's own are
+ever signalled: psutil checks each one's start time at the moment of signalling, and a process
+counts as ours when it descends from a live rank or carries the session's directory in its
+environment (which a stranger that reused a dead rank's pid does not).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+
+import psutil
+from ptyprocess import PtyProcess
+
+from ddptui.core.channel import Connection
+from ddptui.core.transport import RankTransport, RequestError
+from ddptui.rank.protocol import STATE_DIR_ENV, Message, Reply
+
+READ_CAP = 1 << 18
+"""Bytes read from one pty per wake-up at most, so one flooding rank cannot starve the loop."""
+PTY_CHUNK = 4095
+"""The most a Linux pty returns per read: a shorter read means it is drained."""
+PR_SET_CHILD_SUBREAPER = 36
+
+
+class SpawnError(Exception):
+    """A rank process that could not be started; the message is one line."""
+
+
+def become_subreaper() -> None:
+    """Adopt orphaned descendants (a rank's `setsid` + double fork) instead of leaving them to init."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+class LocalRank(RankTransport):
+    """A rank process in a pty of its own, with its link once it says hello."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: str | None, size: tuple[int, int]) -> None:
+        super().__init__()
+        columns, lines = size
+        try:
+            self._pty = PtyProcess.spawn(argv, cwd=cwd, env=env, dimensions=(lines, columns))
+        except OSError as exc:
+            raise SpawnError(f"cannot start {argv[0]}: {exc}") from None
+        os.set_blocking(self._pty.fd, False)
+        self.pid: int = self._pty.pid
+        self.process = psutil.Process(self.pid)
+        """The rank's process, pinned by its start time: never mistaken for a later owner of the pid."""
+        self.connection: Connection | None = None
+        self.dump_path = ""
+        """Where faulthandler writes this rank's stack on SIGUSR1."""
+        self.usage: tuple[float, bool] | None = None
+        """The last CPU sample of the rank's tree (set by `LocalJob.sample`)."""
+        self._fd: int = self._pty.fd
+        self._closed = False
+        self._pending = bytearray()
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(self._fd, self._drain)
+        self._pidfd = os.pidfd_open(self.pid)
+        self._loop.add_reader(self._pidfd, self._reap)
+
+    # -- the link -----------------------------------------------------------------------------
+    def link(self, connection: Connection) -> None:
+        """Take the rank's authenticated connection: its events are this rank's from now on."""
+        self.connection = connection
+        connection.bind(self._event)
+
+    def _event(self, message: Message) -> None:
+        """Hand an event from the link to the owning `Rank`."""
+        self.on_message(message)
+
+    @property
+    def linked(self) -> bool:
+        """True once the rank's link said hello."""
+        return self.connection is not None
+
+    async def request(self, kind: str, args: dict[str, object], timeout: float) -> Reply:
+        """Ask the rank over its link."""
+        if self.connection is None:
+            raise RequestError("the rank has no ddptui link (not started yet, or not a ddptui rank)")
+        try:
+            return await self.connection.request(kind, args, timeout)
+        except (TimeoutError, ConnectionError) as exc:
+            raise RequestError(str(exc) or "no reply in time") from None
+
+    # -- the terminal -------------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        """True once the pty is closed."""
+        return self._closed
+
+    def write(self, data: bytes) -> None:
+        """Queue bytes for the pty; they are written as it accepts them."""
+        if self._closed:
+            return
+        self._pending += data
+        if self._flush():
+            self._loop.add_writer(self._fd, self._flush_later)
+
+    def _flush(self) -> bool:
+        """Write what the pty takes now; True when bytes remain queued."""
+        while self._pending and not self._closed:
+            try:
+                written = os.write(self._fd, self._pending)
+            except BlockingIOError:
+                return True
+            except OSError:
+                self._pending.clear()
+                return False
+            del self._pending[:written]
+        return False
+
+    def _flush_later(self) -> None:
+        """Write queued input once the pty accepts it."""
+        if not self._flush():
+            self._loop.remove_writer(self._fd)
+
+    def resize(self, columns: int, lines: int) -> None:
+        """TIOCSWINSZ; the rank gets SIGWINCH."""
+        if not self._closed:
+            with contextlib.suppress(OSError):
+                self._pty.setwinsize(lines, columns)
+
+    def _read(self) -> bytes:
+        """Read all the pty has (up to READ_CAP); marks the terminal closed on EIO or EOF.
+
+        A pty returns at most 4095 bytes a read and holds about 14 KiB before the writer blocks:
+        reading only once per wake-up would tie a rank's output speed to the UI's loop.
+        """
+        chunks: list[bytes] = []
+        size = 0
+        while size < READ_CAP and not self._closed:
+            try:
+                chunk = os.read(self._fd, 65536)
+            except BlockingIOError:
+                break
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self._closed = True
+                self._loop.remove_reader(self._fd)
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if len(chunk) < PTY_CHUNK:
+                break
+        return b"".join(chunks)
+
+    def _drain(self) -> None:
+        """Read the pty as fast as it fills: a slow UI must never block a rank's writes."""
+        data = self._read()
+        if data:
+            self.on_output(data)
+
+    def _reap(self) -> None:
+        """Collect the exit status once the process is gone, after its last output."""
+        try:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            pid, status = self.pid, 255 << 8
+        if pid == 0:
+            return
+        self._loop.remove_reader(self._pidfd)
+        os.close(self._pidfd)
+        self._pty.terminated, self._pty.exitstatus = True, status
+        while not self._closed and (data := self._read()):
+            self.on_output(data)
+        self.on_exit(os.waitstatus_to_exitcode(status))
+
+    def close(self) -> None:
+        """Stop reading the pty and close it."""
+        self._loop.remove_reader(self._fd)
+        self._loop.remove_writer(self._fd)
+        if not self._pty.closed:
+            self._pty.fileobj.close()
+            self._pty.closed = True
+        self._closed = True
+        if self.connection is not None:
+            self.connection.close()
+
+    # -- sampling -----------------------------------------------------------------------------
+    def activity(self) -> tuple[float, bool] | None:
+        """The last CPU sample of the rank's process tree."""
+        return self.usage
+
+    async def stack_dump(self, timeout: float = 1.0) -> str:
+        """Every thread's stack via faulthandler on SIGUSR1 (works while the rank holds the GIL)."""
+        if not self.dump_path or not self.linked:
+            return ""
+        try:
+            os.truncate(self.dump_path, 0)
+            self.process.send_signal(signal.SIGUSR1)
+        except (OSError, psutil.Error):
+            return ""
+        deadline, last = time.monotonic() + timeout, ""
+        while time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+            try:
+                with open(self.dump_path, errors="replace") as dump:
+                    text = dump.read()
+            except OSError:
+                return ""
+            if text and text == last:
+                return text
+            last = text
+        return last
+
+
+def _alive(process: psutil.Process) -> bool:
+    """Running and not a zombie (psutil compares the start time, so a reused pid is not alive)."""
+    try:
+        return bool(process.is_running() and process.status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
+
+
+def _marked(process: psutil.Process, state_dir: str) -> bool:
+    """True when the process carries the session's directory in its environment."""
+    try:
+        return bool(process.environ().get(STATE_DIR_ENV) == state_dir)
+    except psutil.Error:
+        return False
+
+
+def session_processes(
+    ranks: Iterable[psutil.Process], state_dir: str, everyone: bool
+) -> list[psutil.Process]:
+    """The live processes of a session: live ranks, their descendants, and marked processes.
+
+    Marked processes are looked for among this process's adopted children, or, with `everyone`
+    (the watchdog, after ddptui died and its orphans went to init), among all processes.
+    """
+    found: dict[int, psutil.Process] = {}
+    roots = [p for p in ranks if _alive(p)]
+    candidates = psutil.process_iter() if everyone else _children(psutil.Process())
+    roots += [p for p in candidates if p.pid != os.getpid() and _marked(p, state_dir)]
+    for root in roots:
+        found[root.pid] = root
+        with contextlib.suppress(psutil.Error):
+            for child in root.children(recursive=True):
+                found.setdefault(child.pid, child)
+    return [p for p in found.values() if _alive(p)]
+
+
+def _children(process: psutil.Process) -> list[psutil.Process]:
+    """Direct children, or none if the process is gone."""
+    try:
+        children: list[psutil.Process] = process.children()
+    except psutil.Error:
+        return []
+    return children
+
+
+def signal_all(processes: Iterable[psutil.Process], sig: int) -> None:
+    """Signal each process that is still the one we know (psutil checks for pid reuse)."""
+    for process in processes:
+        with contextlib.suppress(psutil.Error, OSError):
+            process.send_signal(sig)
+
+
+def kill_all(find: Callable[[], list[psutil.Process]], deadline: float = 3.0) -> None:
+    """SIGKILL what `find` returns until nothing is left (bounded: a few seconds at most)."""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        victims = find()
+        if not victims:
+            return
+        signal_all(victims, signal.SIGKILL)
+        time.sleep(0.02)
+
+
+class LocalJob:
+    """What one session's local ranks leave behind, and how it all ends."""
+
+    def __init__(self, state_dir: str) -> None:
+        self.state_dir = state_dir
+        self.ranks: list[LocalRank] = []
+        self._adopted: set[int] = set()
+        self._watchdog: subprocess.Popen[bytes] | None = None
+
+    def start(self, env: dict[str, str]) -> None:
+        """Become a subreaper and start the watchdog that cleans up if this process dies."""
+        become_subreaper()
+        self._watchdog = subprocess.Popen(
+            [sys.executable, "-m", "ddptui.core.reaper", self.state_dir],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
+            env=env,
+        )
+
+    def spawn(
+        self, argv: list[str], env: dict[str, str], cwd: str | None, size: tuple[int, int]
+    ) -> LocalRank:
+        """Start a rank and tell the watchdog who it is (pid and start time)."""
+        rank = LocalRank(argv, env, cwd, size)
+        self.ranks.append(rank)
+        if self._watchdog is not None and self._watchdog.stdin is not None:
+            with contextlib.suppress(OSError):
+                self._watchdog.stdin.write(f"{rank.pid} {rank.process.create_time()!r}\n".encode())
+                self._watchdog.stdin.flush()
+        return rank
+
+    def processes(self) -> list[psutil.Process]:
+        """Every live process of the session (remembering adopted children, to reap them later)."""
+        found = session_processes((r.process for r in self.ranks), self.state_dir, everyone=False)
+        me = os.getpid()
+        self._adopted.update(p.pid for p in found if p.ppid() == me and p.pid not in self._rank_pids())
+        return found
+
+    def _rank_pids(self) -> set[int]:
+        """Pids of the ranks (reaped through their pidfds, not here)."""
+        return {rank.pid for rank in self.ranks}
+
+    def sample(self) -> None:
+        """Set each rank's CPU use and activity, from one pass over its process tree (blocking)."""
+        for rank in self.ranks:
+            rank.usage = tree_usage(rank.process)
+
+    def end(self, grace: float) -> None:
+        """SIGTERM every process of the session, SIGKILL what outlives `grace` (blocking)."""
+        signal_all(self.processes(), signal.SIGTERM)
+        end = time.monotonic() + grace
+        while time.monotonic() < end and self.processes():
+            time.sleep(0.02)
+        kill_all(self.processes)
+        self._reap_adopted()
+
+    def _reap_adopted(self) -> None:
+        """Collect adopted children that exited (a child's pid cannot be reused before this)."""
+        for pid in list(self._adopted):
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                    continue
+            self._adopted.discard(pid)
+
+    def release(self) -> None:
+        """Stop the watchdog (it sweeps once more and removes the session directory)."""
+        self._reap_adopted()
+        if self._watchdog is not None:
+            with contextlib.suppress(OSError):
+                self._watchdog.stdin.close()  # type: ignore[union-attr]
+            self._watchdog.wait()
+            self._watchdog = None
+
+
+def tree_usage(process: psutil.Process) -> tuple[float, bool] | None:
+    """CPU seconds of a process and its descendants, and whether any is running or in disk wait."""
+    cpu, active = 0.0, False
+    try:
+        tree = [process, *process.children(recursive=True)]
+    except psutil.Error:
+        return None
+    for member in tree:
+        with contextlib.suppress(psutil.Error), member.oneshot():
+            times = member.cpu_times()
+            cpu += times.user + times.system
+            active = active or member.status() in (psutil.STATUS_RUNNING, psutil.STATUS_DISK_SLEEP)
+    return cpu, active

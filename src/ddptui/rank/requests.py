@@ -1,0 +1,140 @@
+"""Requests the core asks a rank: `eval`, `stack`, `collectives`; answered on ddptui threads.
+
+Every request runs on a worker thread of its own and is answered within its timeout: a request
+that cannot finish (an expression that loops, a lock held by the blocked main thread) gets an error
+reply and its worker is left behind as a daemon. Nothing here blocks, kills or signals the rank.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import types
+from collections.abc import Callable
+from typing import Any
+
+from ddptui.rank import debugger
+from ddptui.rank.protocol import Message, Reply, Request, is_library
+
+REPR_LIMIT = 2000
+"""Characters of a value's repr sent back at most."""
+
+
+def answer_later(request: Request, send: Callable[[Message], None]) -> None:
+    """Start answering `request`; `send` gets exactly one Reply, in time or with a timeout error."""
+    threading.Thread(target=_answer, args=(request, send), name="ddptui-request", daemon=True).start()
+
+
+def _answer(request: Request, send: Callable[[Message], None]) -> None:
+    """Run the handler on a worker thread; reply with its result or say it timed out."""
+    result: list[Reply] = []
+    worker = threading.Thread(
+        target=lambda: result.append(handle(request)), name="ddptui-worker", daemon=True
+    )
+    worker.start()
+    worker.join(max(request.timeout, 0.01))
+    if result:
+        send(result[0])
+    else:
+        send(Reply(request.id, False, error=f"no answer within {request.timeout:g} s"))
+
+
+def handle(request: Request) -> Reply:
+    """Answer one request; any failure becomes an error reply."""
+    handler = HANDLERS.get(request.kind)
+    if handler is None:
+        return Reply(request.id, False, error=f"unknown request {request.kind!r}")
+    try:
+        return Reply(request.id, True, handler(request.args))
+    except Exception as exc:  # the rank must never die of a question
+        return Reply(request.id, False, error=f"{type(exc).__name__}: {exc}"[:REPR_LIMIT])
+
+
+def user_stack() -> tuple[list[types.FrameType], int]:
+    """The main thread's frames as pdb shows them (outermost first) and the current one's index.
+
+    At a prompt (or in post-mortem) that is the debugger's stack and frame; otherwise the innermost
+    frame of the user's code where the main thread is right now.
+    """
+    pdb = debugger.active
+    if pdb is not None and pdb.stack:
+        return [frame for frame, _ in pdb.stack], pdb.curindex
+    frame = sys._current_frames().get(threading.main_thread().ident or 0)
+    frames: list[types.FrameType] = []
+    while frame is not None:
+        frames.append(frame)
+        frame = frame.f_back
+    frames = [f for f in reversed(frames) if not debugger.is_hidden(f)]
+    user = [i for i, f in enumerate(frames) if not is_library(f.f_code.co_filename)]
+    return frames, (user[-1] if user else len(frames) - 1)
+
+
+def evaluate(args: dict[str, Any]) -> dict[str, Any]:
+    """`eval`: an expression in the current frame, or in stack frame `frame` (as `where` numbers it)."""
+    expr = str(args.get("expr", ""))
+    frames, current = user_stack()
+    if not frames:
+        raise LookupError("no Python frame to evaluate in")
+    index = args.get("frame")
+    index = current if index is None else int(index)
+    if not 0 <= index < len(frames):
+        raise LookupError(f"no frame {index} (the stack has {len(frames)})")
+    frame = frames[index]
+    pdb = debugger.active
+    scope = pdb.curframe_locals if pdb is not None and frame is pdb.curframe else frame.f_locals
+    value = eval(compile(expr, "<ddptui>", "eval"), frame.f_globals, scope)
+    result = summarize(value)
+    result["frame"] = debugger.location(frame).to_json()
+    return result
+
+
+def summarize(value: object) -> dict[str, Any]:
+    """A JSON-able summary of a value (tensors summarised, long reprs cut)."""
+    try:
+        from ddptui.rank.summary import summarize as full
+    except ImportError:
+        text = repr(value)
+        return {"type": type(value).__name__, "repr": text[:REPR_LIMIT], "key": text[:REPR_LIMIT]}
+    summary: dict[str, Any] = full(value, REPR_LIMIT)
+    return summary
+
+
+def stacks(args: dict[str, Any]) -> list[dict[str, Any]]:
+    """`stack`: every thread's Python stack (outermost first), ddptui's own threads marked."""
+    names = {thread.ident: thread.name for thread in threading.enumerate()}
+    main = threading.main_thread().ident
+    threads: list[dict[str, Any]] = []
+    for ident, frame in sys._current_frames().items():
+        frames: list[list[Any]] = []
+        while frame is not None:
+            if not debugger.is_hidden(frame):
+                frames.append(debugger.location(frame).to_json())
+            frame = frame.f_back  # type: ignore[assignment]
+        name = names.get(ident, f"thread {ident}")
+        threads.append(
+            {
+                "name": name,
+                "main": ident == main,
+                "ddptui": name.startswith("ddptui-"),
+                "frames": frames[::-1],
+            }
+        )
+    return threads
+
+
+def collectives(args: dict[str, Any]) -> Any:
+    """`collectives`: this rank's record of collectives (see `ddptui.rank.collectives`)."""
+    if "torch.distributed" not in sys.modules:
+        return []
+    from ddptui.rank.collectives import collective_log  # type: ignore[import-not-found,unused-ignore]
+
+    last = args.get("last")
+    return collective_log(int(last) if last is not None else None)
+
+
+HANDLERS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "eval": evaluate,
+    "stack": stacks,
+    "collectives": collectives,
+}
+"""Request kinds and their handlers."""
