@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import signal
 import sys
@@ -11,8 +12,10 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from ddptui import __version__
-from ddptui.core import batch
+from ddptui.core import batch, batch_input
+from ddptui.core.batch_input import BatchInputError
 from ddptui.core.launch import LaunchError, LaunchSpec
+from ddptui.core.logs import check_log_dir
 from ddptui.core.session import Session
 
 DEMO_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "demo", "train.py")
@@ -93,8 +96,8 @@ def parse_spec(argv: Sequence[str]) -> tuple[LaunchSpec, argparse.Namespace]:
         raise UsageError(f"--nproc-per-node must be at least 1, not {options.nproc_per_node}")
     if options.nnodes not in ("1", "1:1") or options.node_rank != 0:
         raise UsageError("only single-node jobs are supported (--nnodes 1)")
-    if options.stall_timeout <= 0:
-        raise UsageError("--stall-timeout must be positive")
+    if not math.isfinite(options.stall_timeout) or options.stall_timeout <= 0:
+        raise UsageError(f"--stall-timeout must be a positive number of seconds, not {options.stall_timeout}")
     if options.master_port is not None and not 0 < options.master_port < 65536:
         raise UsageError(f"--master-port {options.master_port} is not a port number")
     if not options.module:
@@ -136,7 +139,7 @@ def check_script(path: str) -> None:
 
 async def run_batch(spec: LaunchSpec, source: str) -> int:
     """Start the job and replay a batch file against it."""
-    lines = batch.stdin_lines() if source == "-" else batch.file_lines(source)
+    lines = batch_input.lines(source)
     session = Session(spec)
     try:
         await session.start()
@@ -167,9 +170,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         spec, options = parse_spec(argv)
-        if options.batch is not None and options.batch != "-" and not os.path.isfile(options.batch):
-            raise UsageError(f"no such batch file: {options.batch}")
-    except UsageError as exc:
+        if options.batch is not None:
+            batch_input.check_source(options.batch)
+        if spec.log_dir:
+            check_log_dir(spec.log_dir, spec.nproc)
+    except (UsageError, BatchInputError, LaunchError) as exc:
         print(f"ddptui: error: {exc}", file=sys.stderr)
         return 2
     try:

@@ -26,7 +26,15 @@ from conftest import EXAMPLES, ROOT, SCRIPTS, Runner
         ),
         (
             ["--stall-timeout", "-1", str(EXAMPLES / "train_ddp.py")],
-            "ddptui: error: --stall-timeout must be positive",
+            "ddptui: error: --stall-timeout must be a positive number of seconds, not -1.0",
+        ),
+        (
+            ["--stall-timeout", "nan", str(EXAMPLES / "train_ddp.py")],
+            "ddptui: error: --stall-timeout must be a positive number of seconds, not nan",
+        ),
+        (
+            ["--stall-timeout", "inf", str(EXAMPLES / "train_ddp.py")],
+            "ddptui: error: --stall-timeout must be a positive number of seconds, not inf",
         ),
         (
             ["--nnodes", "2", str(EXAMPLES / "train_ddp.py")],

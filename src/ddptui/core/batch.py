@@ -2,39 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
-import threading
 from collections.abc import AsyncIterator
 from typing import TextIO
 
 from ddptui.core import commands
+from ddptui.core.batch_input import BatchInputError
 from ddptui.core.session import Broadcast, Session
 from ddptui.core.state import Phase, RankState
 from ddptui.core.targets import TargetError
-from ddptui.core.text import terminal_lines
+from ddptui.core.text import inert, terminal_lines
+
+LOST_HINT = "the rank printed faster than it was shown; --log-dir keeps every byte"
 
 
-async def stdin_lines() -> AsyncIterator[str]:
-    """Lines of standard input, read on a daemon thread so a blocked read never holds up exit."""
-    loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[str | None] = asyncio.Queue()
-
-    def reader() -> None:
-        for line in sys.stdin:
-            loop.call_soon_threadsafe(queue.put_nowait, line)
-        loop.call_soon_threadsafe(queue.put_nowait, None)
-
-    threading.Thread(target=reader, daemon=True, name="ddptui-stdin").start()
-    while (line := await queue.get()) is not None:
-        yield line
-
-
-async def file_lines(path: str) -> AsyncIterator[str]:
-    """Lines of a batch file."""
-    with open(path, encoding="utf-8") as lines:
-        for line in lines:
-            yield line
+def _size(count: int) -> str:
+    """A byte count for people."""
+    return f"{count / 1048576:.1f} MiB" if count >= 1048576 else f"{count / 1024:.1f} KiB"
 
 
 class Transcript:
@@ -48,13 +32,15 @@ class Transcript:
     def flush(self, echo: dict[int, str] | None = None) -> None:
         """Print what every rank printed since the last flush, in rank order."""
         for rank in self.session.ranks:
-            data = rank.output.since(self._printed[rank.index])
+            dropped, data = rank.output.since_with_gap(self._printed[rank.index])
             self._printed[rank.index] = rank.output.end
+            if dropped:
+                print(f"[rank {rank.index}] ... {_size(dropped)} not shown ({LOST_HINT})", file=self.out)
             lines = terminal_lines(data)
             command = (echo or {}).get(rank.index)
             if command is not None and lines and lines[0].strip() == command:
                 lines = lines[1:]
-            prompt = rank.prompt.decode().rstrip()
+            prompt = rank.prompt.decode(errors="replace").rstrip()
             if lines and lines[-1].rstrip() == prompt:
                 lines = lines[:-1]
             for line in lines:
@@ -63,7 +49,7 @@ class Transcript:
 
     def note(self, text: str) -> None:
         """Print a line from ddptui itself."""
-        print(f"ddptui: {text}", file=self.out, flush=True)
+        print(f"ddptui: {inert(text)}", file=self.out, flush=True)
 
 
 def exit_status(states: list[RankState]) -> int:
@@ -94,7 +80,7 @@ async def run(session: Session, lines: AsyncIterator[str], out: TextIO = sys.std
         await session.close()
         transcript.flush()
         for rank in session.ranks:
-            print(f"rank {rank.index}: {rank.state.describe()}", file=out)
+            print(f"rank {rank.index}: {inert(rank.state.describe())}", file=out)
         out.flush()
     return exit_status([rank.state for rank in session.ranks])
 
@@ -104,28 +90,35 @@ async def replay(session: Session, lines: AsyncIterator[str], transcript: Transc
     await session.wait_settled()
     transcript.flush()
     report_early_deaths(session)
-    async for raw in lines:
-        line = raw.rstrip("\r\n")
-        try:
-            parsed = session.parse(line)
-        except TargetError as exc:
-            transcript.note(str(exc))
-            continue
-        if parsed.kind == "empty":
-            continue
-        print(f"(ddptui) {line.strip()}", file=transcript.out)
-        if parsed.kind == "ddptui":
-            result = await commands.run(session, parsed.text)
-            for text in result.lines:
-                transcript.note(text)
-            if result.quit:
+    try:
+        async for line in lines:
+            if not await run_line(session, line, transcript):
                 return
-            continue
-        await session.wait_settled(range(len(session.ranks)))
-        if not session.live(parsed.targets):
-            transcript.note("no live rank to send it to")
-            continue
+    except BatchInputError as exc:
+        transcript.note(str(exc))
+
+
+async def run_line(session: Session, line: str, transcript: Transcript) -> bool:
+    """Run one line of the batch; False means stop reading (`:quit`)."""
+    try:
+        parsed = session.parse(line)
+    except TargetError as exc:
+        transcript.note(str(exc))
+        return True
+    if parsed.kind == "empty":
+        return True
+    print(f"(ddptui) {inert(line.strip())}", file=transcript.out)
+    if parsed.kind == "ddptui":
+        result = await commands.run(session, parsed.text)
+        for text in result.lines:
+            transcript.note(text)
+        return not result.quit
+    await session.wait_settled(range(len(session.ranks)))
+    if not session.live(parsed.targets):
+        transcript.note("no live rank to send it to")
+    else:
         show(await session.broadcast(parsed.text, parsed.targets), transcript)
+    return True
 
 
 def show(result: Broadcast, transcript: Transcript) -> None:
@@ -149,4 +142,4 @@ def report_early_deaths(session: Session) -> None:
         else:
             lines = [ln.strip() for ln in terminal_lines(rank.output.tail(4096)) if ln.strip()]
             why = f"{state.describe()} before its first prompt" + (f": {lines[-1]}" if lines else "")
-        print(f"ddptui: rank {rank.index} {why}", file=sys.stderr)
+        print(f"ddptui: rank {rank.index} {inert(why)}", file=sys.stderr)

@@ -1,0 +1,6 @@
+"""A collective before `dist.init_process_group`."""
+
+import torch
+import torch.distributed as dist
+
+dist.all_reduce(torch.ones(1))
