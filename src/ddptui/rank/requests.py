@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ddptui.rank import debugger
-from ddptui.rank.protocol import Message, Reply, Request, is_library
+from ddptui.rank.protocol import Frame, Message, Reply, Request, is_library
 
 REPR_LIMIT = 2000
 """Characters of a value's repr sent back at most."""
@@ -100,12 +100,20 @@ def summarize(value: object) -> dict[str, Any]:
 
 
 def stacks(args: dict[str, Any]) -> list[dict[str, Any]]:
-    """`stack`: every thread's Python stack (outermost first), ddptui's own threads marked."""
+    """`stack`: every thread's Python stack (outermost first), ddptui's own threads marked.
+
+    A main thread at a prompt reports the debugger's stack: in post-mortem that is where the
+    exception was raised, and either way it leaves out pdb's own frames.
+    """
     names = {thread.ident: thread.name for thread in threading.enumerate()}
     main = threading.main_thread().ident
     threads: list[dict[str, Any]] = []
     for ident, frame in sys._current_frames().items():
         frames: list[list[Any]] = []
+        if ident == main and debugger.active is not None:  # what `where` shows, not pdb's own frames
+            entries = debugger.active.stack[::-1]
+            frames = [Frame(f.f_code.co_filename, line, f.f_code.co_name).to_json() for f, line in entries]
+            frame = None
         while frame is not None:
             if not debugger.is_hidden(frame):
                 frames.append(debugger.location(frame).to_json())

@@ -1,0 +1,177 @@
+"""The two-way rank protocol on real ranks: requests answered in every state, and its security."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import stat
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import SCRIPTS
+
+from ddptui.core.launch import LaunchSpec
+from ddptui.core.session import Session
+from ddptui.core.state import Phase
+from ddptui.rank.protocol import Hello, Identity, Paused, Frame, Reply
+
+TIMEOUT = 60
+
+
+@contextlib.asynccontextmanager
+async def running(script: Path, *args: str, nproc: int = 2) -> AsyncIterator[Session]:
+    """A started session whose processes are all gone once the block ends."""
+    session = Session(LaunchSpec(target=str(script), args=args, nproc=nproc, stall_timeout=2))
+    await session.start()
+    pids = [rank.transport.pid for rank in session.ranks]  # type: ignore[attr-defined]
+    try:
+        ready = await session.wait_until(lambda: all(r.transport.linked for r in session.ranks), TIMEOUT)
+        assert ready, "ranks did not link"
+        yield session
+    finally:
+        await session.close()
+        assert not [
+            pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
+        ]
+
+
+async def ask(session: Session, kind: str, args: dict[str, object], timeout: float = 5.0) -> dict[int, Reply]:
+    """Ask every rank; every one must answer."""
+    answers = await session.ask(kind, args, range(len(session.ranks)), timeout)
+    for index, answer in answers.items():
+        assert isinstance(answer, Reply), f"rank {index}: {answer}"
+    return answers  # type: ignore[return-value]
+
+
+def main_frames(reply: Reply) -> list[Frame]:
+    """The main thread's frames of a `stack` reply, outermost first."""
+    (main,) = [thread for thread in reply.value if thread["main"]]
+    return [Frame.from_json(frame) for frame in main["frames"]]
+
+
+async def reach(session: Session, mode: str) -> None:
+    """Wait until the ranks are in the state `mode` names (a prompt, a collective, a busy loop)."""
+    if mode in ("prompt", "crash"):
+        ok = await session.wait_until(lambda: all(r.state.at_prompt for r in session.ranks), TIMEOUT)
+        assert ok, [r.state for r in session.ranks]
+        return
+    inside = {"collective": "all_reduce", "busy": "spin"}[mode]
+    for _ in range(TIMEOUT * 10):
+        stacks = await ask(session, "stack", {})
+        if inside in (frame.func for frame in main_frames(stacks[0])):
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"rank 0 never got into {inside}")
+
+
+@pytest.mark.parametrize("mode", ["prompt", "collective", "busy", "crash"])
+async def test_eval_and_stack_answered_in_every_state(mode: str, tmp_path: Path) -> None:
+    flag = tmp_path / "go"
+    async with running(SCRIPTS / "states.py", mode, str(flag)) as session:
+        await reach(session, mode)
+        answers = await ask(session, "eval", {"expr": "secret"})
+        for index, reply in answers.items():
+            assert reply.ok, reply.error
+            assert reply.value["repr"] == repr(f"rank {index} secret"), reply.value
+        stacks = await ask(session, "stack", {})
+        for reply in stacks.values():
+            frames = main_frames(reply)
+            assert frames[0].file.endswith("states.py"), frames
+            assert not any("runpy" in f.file or "ddptui" in f.file for f in frames)
+        if mode == "collective":  # rank 0 answers from inside the C++ wait for rank 1
+            assert main_frames(stacks[0])[-1].func == "all_reduce", main_frames(stacks[0])
+        if mode == "crash":  # post-mortem evaluates in the frame that raised
+            frame = (await ask(session, "eval", {"expr": "mode"}))[0]
+            assert frame.value["repr"] == "'crash'"
+        flag.touch()
+
+
+async def test_an_expression_that_raises_or_hangs_gets_an_error_reply(tmp_path: Path) -> None:
+    async with running(SCRIPTS / "states.py", "prompt", str(tmp_path / "go"), nproc=1) as session:
+        await reach(session, "prompt")
+        reply = (await ask(session, "eval", {"expr": "1 / 0"}))[0]
+        assert not reply.ok and reply.error == "ZeroDivisionError: division by zero"
+        reply = (await ask(session, "eval", {"expr": "__import__('time').sleep(30)"}, timeout=0.5))[0]
+        assert not reply.ok and "no answer within 0.5 s" in reply.error
+        reply = (await ask(session, "eval", {"expr": "rank", "frame": 99}))[0]
+        assert not reply.ok and "no frame 99" in reply.error
+        # the rank is still at its prompt and answers
+        assert (await ask(session, "eval", {"expr": "rank"}))[0].value["repr"] == "0"
+        assert session.ranks[0].state.phase is Phase.PAUSED
+
+
+async def test_huge_values_come_back_summarised_and_cut() -> None:
+    async with running(SCRIPTS / "big_values.py", nproc=1) as session:
+        await reach(session, "prompt")
+        tensor = (await ask(session, "eval", {"expr": "big"}, timeout=10))[0]
+        assert tensor.ok, tensor.error
+        assert len(json.dumps(tensor.value)) < 10_000
+        text = (await ask(session, "eval", {"expr": "text"}, timeout=10))[0]
+        assert text.ok and len(json.dumps(text.value)) < 10_000
+        assert text.value["repr"].startswith("'xxxx")
+
+
+def _connect(path: str) -> socket.socket:
+    """A raw client of the session's socket."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(path)
+    return sock
+
+
+async def _closed_by_server(sock: socket.socket) -> bool:
+    """True once the server closed the connection (recv returns b'')."""
+    sock.setblocking(False)
+    loop = asyncio.get_running_loop()
+    try:
+        data = await asyncio.wait_for(loop.sock_recv(sock, 4096), 5)
+    except (TimeoutError, ConnectionResetError):
+        return False
+    return data == b""
+
+
+async def test_links_without_the_token_get_nothing_and_are_logged(tmp_path: Path) -> None:
+    async with running(SCRIPTS / "states.py", "prompt", str(tmp_path / "go"), nproc=1) as session:
+        await reach(session, "prompt")
+        directory = session.state_dir
+        assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700
+        path = os.path.join(directory, "channel.sock")
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        identity = Identity(0, 0, 1, "host", os.getpid())
+        forged = Paused(Frame("/evil.py", 1, "evil"))
+        for first in (Hello(1, "wrong-token", identity).encode(), forged.encode(), b"garbage\n"):
+            sock = _connect(path)
+            sock.sendall(first + forged.encode())
+            assert await _closed_by_server(sock)
+            sock.close()
+        assert str(session.ranks[0].state.location) != "/evil.py:1"
+        refused = [n for n in session.notices if n.startswith("refused a connection")]
+        assert len(refused) == 3, session.notices
+        assert "wrong token" in refused[0] and "paused before hello" in refused[1]
+
+
+async def test_right_token_but_not_a_rank_is_closed(tmp_path: Path) -> None:
+    async with running(SCRIPTS / "states.py", "prompt", str(tmp_path / "go"), nproc=1) as session:
+        await reach(session, "prompt")
+        token = session._server.token  # type: ignore[union-attr]
+        sock = _connect(os.path.join(session.state_dir, "channel.sock"))
+        sock.sendall(Hello(1, token, Identity(0, 0, 1, "host", 1)).encode())
+        assert await _closed_by_server(sock)
+        assert any("claiming rank 0: not a rank of this session" in n for n in session.notices)
+
+
+async def test_a_protocol_version_mismatch_is_one_clear_line(tmp_path: Path) -> None:
+    async with running(SCRIPTS / "states.py", "prompt", str(tmp_path / "go"), nproc=1) as session:
+        await reach(session, "prompt")
+        token = session._server.token  # type: ignore[union-attr]
+        sock = _connect(os.path.join(session.state_dir, "channel.sock"))
+        sock.sendall(Hello(99, token, Identity(3, 3, 4, "node7", 1)).encode())
+        assert await _closed_by_server(sock)
+        assert session.notices[-1] == (
+            "refused a connection from pid %d: rank 3 speaks ddptui protocol v99, this ddptui speaks v1: "
+            "run the ranks with the same ddptui as the front end" % os.getpid()
+        )
