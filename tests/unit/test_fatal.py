@@ -194,3 +194,13 @@ def test_qualified_name_without_source_is_the_bare_name(tmp_path: Path) -> None:
     broken = tmp_path / "broken.py"
     broken.write_bytes(b"def f(:\n\xff\n")
     assert qualified_name(Frame(str(broken), 1, "f")) == "f"
+
+
+def test_rank_side_is_standard_library_only() -> None:
+    code = (
+        "import sys; before = set(sys.modules); import ddptui.rank.fatal; "
+        "new = {m.split('.')[0] for m in set(sys.modules) - before}; "
+        "print(','.join(sorted(new - set(sys.stdlib_module_names) - {'ddptui'})))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=30)
+    assert out.stdout.strip() == ""

@@ -18,7 +18,7 @@ import ast
 import re
 import tokenize
 
-from ddptui.core.stacks import Frame, callee_name, is_library, parse_threads
+from ddptui.core.stacks import Frame, blocked_at, parse_threads
 from ddptui.core.state import short_path
 
 _FATAL_ERROR = "Fatal Python error: "
@@ -38,12 +38,11 @@ def fatal_site(dump: str) -> str | None:
     frames = crashed_thread(dump)
     if not frames:
         return None
-    user = next((index for index, frame in enumerate(frames) if not is_library(frame.file)), None)
+    user, call = blocked_at(frames)
     if user is None:
         return f"in {qualified_name(frames[0])} ({library_path(frames[0].file)}:{frames[0].line})"
-    where = f"{short_path(frames[user].file)}:{frames[user].line}"
-    callee = library_call(frames[:user])
-    return f"at {where} (in {qualified_name(callee)})" if callee else f"at {where}"
+    callee = library_call(frames[: frames.index(user)], call)
+    return f"at {user} (in {qualified_name(callee)})" if callee else f"at {user}"
 
 
 def crashed_thread(dump: str) -> list[Frame]:
@@ -61,13 +60,12 @@ def crashed_thread(dump: str) -> list[Frame]:
     return threads[0] if threads else []
 
 
-def library_call(callees: list[Frame]) -> Frame | None:
-    """The frame of the library call a user frame made: the one `stacks.callee_name` names.
+def library_call(callees: list[Frame], name: str | None) -> Frame | None:
+    """The frame of the library call `name` (as `stacks.blocked_at` names it) among `callees`.
 
     Of the frames with that name, the outermost: the call the user's line made, not a recursion
     inside it.
     """
-    name = callee_name(callees)
     return next((frame for frame in reversed(callees) if frame.func == name), None)
 
 
