@@ -59,12 +59,7 @@ def user_stack() -> tuple[list[types.FrameType], int]:
     pdb = debugger.active
     if pdb is not None and pdb.stack:
         return [frame for frame, _ in pdb.stack], pdb.curindex
-    frame = sys._current_frames().get(threading.main_thread().ident or 0)
-    frames: list[types.FrameType] = []
-    while frame is not None:
-        frames.append(frame)
-        frame = frame.f_back
-    frames = [f for f in reversed(frames) if not debugger.is_hidden(f)]
+    frames = _live_frames(sys._current_frames().get(threading.main_thread().ident or 0))
     user = [i for i, f in enumerate(frames) if not is_library(f.f_code.co_filename)]
     return frames, (user[-1] if user else len(frames) - 1)
 
@@ -99,6 +94,16 @@ def summarize(value: object) -> dict[str, Any]:
     return summary
 
 
+def _live_frames(frame: types.FrameType | None) -> list[types.FrameType]:
+    """A live stack, outermost first, without ddptui's launcher frames."""
+    frames = []
+    while frame is not None:
+        if not debugger.is_hidden(frame):
+            frames.append(frame)
+        frame = frame.f_back
+    return frames[::-1]
+
+
 def stacks(args: dict[str, Any]) -> list[dict[str, Any]]:
     """`stack`: every thread's Python stack (outermost first), ddptui's own threads marked.
 
@@ -109,22 +114,19 @@ def stacks(args: dict[str, Any]) -> list[dict[str, Any]]:
     main = threading.main_thread().ident
     threads: list[dict[str, Any]] = []
     for ident, frame in sys._current_frames().items():
-        frames: list[list[Any]] = []
         if ident == main and debugger.active is not None:  # what `where` shows, not pdb's own frames
-            entries = debugger.active.stack[::-1]
-            frames = [Frame(f.f_code.co_filename, line, f.f_code.co_name).to_json() for f, line in entries]
-            frame = None
-        while frame is not None:
-            if not debugger.is_hidden(frame):
-                frames.append(debugger.location(frame).to_json())
-            frame = frame.f_back  # type: ignore[assignment]
+            frames = [
+                Frame(f.f_code.co_filename, line, f.f_code.co_name) for f, line in debugger.active.stack
+            ]
+        else:
+            frames = [debugger.location(f) for f in _live_frames(frame)]
         name = names.get(ident, f"thread {ident}")
         threads.append(
             {
                 "name": name,
                 "main": ident == main,
                 "ddptui": name.startswith("ddptui-"),
-                "frames": frames[::-1],
+                "frames": [f.to_json() for f in frames],
             }
         )
     return threads
