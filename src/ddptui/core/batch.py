@@ -81,6 +81,8 @@ async def run(session: Session, lines: AsyncIterator[str], out: TextIO = sys.std
         transcript.flush()
         for rank in session.ranks:
             print(f"rank {rank.index}: {inert(rank.state.describe())}", file=out)
+            if hint := rank.hint():
+                print(f"  hint: {hint}", file=out)
         out.flush()
     return exit_status([rank.state for rank in session.ranks])
 
@@ -139,7 +141,11 @@ def report_early_deaths(session: Session) -> None:
             continue
         if state.crash is not None:
             why = f"crashed before its first prompt: {state.crash}"
+        elif state.fatal_site:
+            why = f"{state.describe()} before its first prompt"
         else:
             lines = [ln.strip() for ln in terminal_lines(rank.output.tail(4096)) if ln.strip()]
             why = f"{state.describe()} before its first prompt" + (f": {lines[-1]}" if lines else "")
         print(f"ddptui: rank {rank.index} {inert(why)}", file=sys.stderr)
+        if hint := rank.hint():
+            print(f"ddptui: hint: {hint}", file=sys.stderr)

@@ -9,6 +9,7 @@ import re
 import time
 from collections.abc import Callable
 
+from ddptui.core.hints import hint_for
 from ddptui.core.output import OutputLog
 from ddptui.core.stacks import is_library
 from ddptui.core.state import Crash, Frame, Phase, RankState
@@ -81,6 +82,14 @@ class Rank:
     def linked(self) -> None:
         """The rank's link said hello: it runs the user's code now."""
         self.resumed()
+
+    def hint(self) -> str | None:
+        """Advice for a well-known failure, read from the crash and the rank's last output."""
+        if self.state.crash is None and not (self.state.exit_code or 0):
+            return None
+        crash = self.state.crash
+        text = self.output.tail(1 << 16).decode(errors="replace")
+        return hint_for(text + ("\n" + crash.message if crash else ""))
 
     def on_exit(self, status: int) -> None:
         """Record the exit status (negative: killed by that signal, and where if it was fatal)."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from ddptui.core import launch
 from ddptui.core.channel import ChannelServer, Connection
+from ddptui.core.fatal import fatal_site
 from ddptui.core.local import LocalJob, LocalRank, SpawnError
 from ddptui.core.logs import SessionLog
 from ddptui.core.rank import Rank
@@ -122,7 +123,20 @@ class Session:
         rank = Rank(index, transport, self._state_changed)
         transport.dump_path = os.path.join(self._dir, f"stack-{index}.txt")
         transport.on_output = lambda data: self._output(rank, data)
+        rank.fatal_dump = lambda: self._fatal(rank)
         self.ranks.append(rank)
+
+    def _fatal(self, rank: Rank) -> str | None:
+        """Show the stack a rank dumped as it died of a fatal signal; say where it died."""
+        try:
+            with open(os.path.join(self._dir, f"fatal-{rank.index}.txt"), errors="replace") as dump:
+                text = dump.read()
+        except OSError:
+            return None
+        if not text:
+            return None
+        self._output(rank, text.replace("\n", "\r\n").encode())
+        return fatal_site(text)
 
     def _hello(self, connection: Connection, hello: Hello) -> bool:
         """Bind an authenticated link to the rank whose process is at the other end."""

@@ -17,7 +17,7 @@ import threading
 import traceback
 from typing import IO, Any
 
-from ddptui.rank import debugger
+from ddptui.rank import debugger, fatal
 from ddptui.rank.link import link
 from ddptui.rank.protocol import STATE_DIR_ENV, Crashed, Exited, Frame, Identity
 
@@ -92,6 +92,9 @@ def run(argv: list[str]) -> int:
     rank = debugger.rank_number()
     debugger.install()
     route_stack_dumps(rank)
+    state_dir = os.environ.get(STATE_DIR_ENV)
+    if state_dir:
+        fatal.install(os.path.join(state_dir, f"fatal-{rank}.txt"))
     link.connect(identity(rank))
     try:
         if argv[0] == "-m":

@@ -9,7 +9,7 @@ import types
 from typing import Any
 
 from ddptui.rank.link import link
-from ddptui.rank.protocol import RANK_ENV, Frame, Paused, Running
+from ddptui.rank.protocol import RANK_ENV, Frame, Paused, Running, is_library
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 HIDDEN_MODULES = ["runpy", "ddptui.rank", "ddptui.rank.*"]
@@ -85,15 +85,23 @@ class RankPdb(_ORIGINAL_PDB):
             super().message(msg)
 
     def setup(self, f: types.FrameType | None, tb: types.TracebackType | None) -> None:
-        """Set up the stack, then hide ddptui's and runpy's outermost frames from `where`."""
+        """Set up the stack without ddptui's and runpy's outermost frames.
+
+        Post-mortem opens at the innermost frame of the user's code, not inside the library that
+        raised (`down` still goes there): that is the line the user can change.
+        """
         super().setup(f, tb)
         hidden = 0
         while hidden < len(self.stack) - 1 and is_hidden(self.stack[hidden][0]):
             hidden += 1
-        if hidden:
-            self.stack = self.stack[hidden:]
-            self.curindex = max(self.curindex - hidden, 0)
-            self.curframe = self.stack[self.curindex][0]
+        current = max(self.curindex - hidden, 0)
+        self.stack = self.stack[hidden:]
+        if f is None and tb is not None:
+            user = [i for i, (frame, _) in enumerate(self.stack) if not is_library(frame.f_code.co_filename)]
+            current = user[-1] if user else current
+        if current != self.curindex:
+            self.curindex = current
+            self.curframe = self.stack[current][0]
             self.curframe_locals = self.curframe.f_locals
 
     def stop_here(self, frame: types.FrameType) -> bool:
