@@ -17,7 +17,8 @@ def test_a_fatal_signal_is_placed_at_the_users_line(ddptui: Runner) -> None:
     assert summary(result.stdout) == {0: "killed by SIGSEGV at tests/scripts/segfault.py:9 (in string_at)"}
     assert "Fatal Python error: Segmentation fault" in rank_lines(result.stdout, 0)
     assert result.stderr == (
-        "ddptui: rank 0 killed by SIGSEGV at tests/scripts/segfault.py:9 (in string_at) before its first prompt\n"
+        "ddptui: rank 0 killed by SIGSEGV at tests/scripts/segfault.py:9 (in string_at) "
+        "before its first prompt\n"
     )
 
 

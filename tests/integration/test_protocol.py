@@ -18,7 +18,7 @@ from conftest import SCRIPTS
 from ddptui.core.launch import LaunchSpec
 from ddptui.core.session import Session
 from ddptui.core.state import Phase
-from ddptui.rank.protocol import Hello, Identity, Paused, Frame, Reply
+from ddptui.rank.protocol import Frame, Hello, Identity, Paused, Reply
 
 TIMEOUT = 60
 
@@ -172,6 +172,6 @@ async def test_a_protocol_version_mismatch_is_one_clear_line(tmp_path: Path) -> 
         sock.sendall(Hello(99, token, Identity(3, 3, 4, "node7", 1)).encode())
         assert await _closed_by_server(sock)
         assert session.notices[-1] == (
-            "refused a connection from pid %d: rank 3 speaks ddptui protocol v99, this ddptui speaks v1: "
-            "run the ranks with the same ddptui as the front end" % os.getpid()
+            f"refused a connection from pid {os.getpid()}: rank 3 speaks ddptui protocol v99, this ddptui "
+            "speaks v1: run the ranks with the same ddptui as the front end"
         )

@@ -29,7 +29,8 @@ def test_rank_side_is_standard_library_only() -> None:
         "import sys; before = set(sys.modules); "
         "import ddptui.rank.debugger, ddptui.rank.link, ddptui.rank.requests, ddptui.rank.__main__; "
         "new = {m.split('.')[0] for m in set(sys.modules) - before}; "
-        "extra = {m for m in new - set(sys.stdlib_module_names) - {'ddptui'} if not m.startswith('_sysconfigdata')}; "
+        "extra = {m for m in new - set(sys.stdlib_module_names) - {'ddptui'} "
+        "if not m.startswith('_sysconfigdata')}; "
         "print(','.join(sorted(extra)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
