@@ -9,8 +9,9 @@ help:  ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
+	@echo "ddptui: creating $(VENV) and installing ddptui with its test tools and the CPU torch 2.13.0 wheel (a minute or two)"
 	python3 -m venv $(VENV)
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)  ## Create .venv and install ddptui with the dev/test extras (CPU torch 2.13.0)
@@ -22,16 +23,17 @@ demo: install  ## Run the bundled 4-rank CPU DDP demo in the app
 test: install  ## Run the test suite (real ranks, real ptys, real gloo)
 	$(PY) -m pytest
 
-lint: install  ## ruff format --check, ruff check, mypy
+lint: install  ## ruff format --check, ruff check, mypy, import contracts
 	$(VENV)/bin/ruff format --check src tests bench examples docs
 	$(VENV)/bin/ruff check src tests bench examples docs
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 format: install  ## Reformat and autofix
 	$(VENV)/bin/ruff format src tests bench examples
 	$(VENV)/bin/ruff check --fix src tests bench examples
 
-check: lint test  ## Lint, types and tests (CI runs `make test`)
+check: lint test  ## Lint, types, import contracts and tests (what CI runs)
 
 bench: install  ## Benchmarks: lockstep latency vs a bare pty loop, UI under a log flood vs tmux
 	$(PY) bench/lockstep.py
