@@ -195,3 +195,26 @@ async def test_hostile_bytes_in_panes() -> None:
         await pilot.press("f2", *"p marker", "enter")
         await until(pilot, lambda: all("'still alive'" in screen_text(application, r) for r in (0, 1)))
         application.session.kill_now()
+
+
+async def test_gloo_error_text_is_shown_as_text_and_the_app_stays_up() -> None:
+    application = DdptuiApp(Session(spec(SCRIPTS / "peer_dies.py")))
+    async with application.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: all_paused(application), timeout=60)
+        await pilot.press("f5")
+        await until(pilot, lambda: application.session.ranks[0].state.crash is not None, timeout=60)
+        crash = application.session.ranks[0].state.crash
+        assert crash is not None and crash.message.startswith("[")  # gloo's `[/path/pair.cc:NNN] ...`
+        await until(pilot, lambda: "crashed RuntimeError" in (application.pane(0).border_title or ""))
+        await pilot.press("f5")  # not at a prompt: says so with the error text in it
+        await pilot.press("f2", *":state", "enter")
+        await until(
+            pilot, lambda: any("rank 0: crashed" in line for line in application.command_log.lines_text())
+        )
+        await pilot.pause(0.3)
+        assert application.is_running
+        log = "\n".join(application.command_log.lines_text())
+        assert f"rank 0: crashed RuntimeError: {crash.message.splitlines()[0][:100]}" in log
+        assert "[bold]bold[/bold] [@click=app.quit]" in screen_text(application, 1)
+        application.session.kill_now()
+    assert application.return_code != 70

@@ -64,7 +64,7 @@ async def test_batch_and_app_agree_on_every_command(ddptui: Runner) -> None:
         for line in LINES:
             before = len(app.command_log.lines_text())
             await pilot.press(*line, "enter")
-            await until(pilot, lambda: len(app.command_log.lines_text()) > before)
+            await until(pilot, lambda n=before: len(app.command_log.lines_text()) > n)
             await pilot.pause(0.1)
             shown = app.command_log.lines_text()[before:]
             if shown and shown[0].startswith("(ddptui) "):

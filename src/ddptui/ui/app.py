@@ -321,5 +321,5 @@ def run_app(session: Session) -> int:
     if app.return_code == 2 or status is None:
         return app.return_code or 1
     for rank in app.session.ranks:
-        print(f"rank {rank.index}: {rank.state.describe()}", file=sys.stdout)
+        print(f"rank {rank.index}: {inert(rank.state.describe())}", file=sys.stdout)
     return status

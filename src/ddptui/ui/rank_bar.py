@@ -10,6 +10,7 @@ from textual.widget import Widget
 
 from ddptui.core.state import Phase, RankState
 from ddptui.core.targets import format_ranks
+from ddptui.core.text import inert
 
 PHASE_STYLES = {
     Phase.STARTING: "dim",
@@ -48,7 +49,8 @@ def paused_line(state: RankState) -> str | None:
 def chip(ranks: set[int], state: RankState) -> Text:
     """One entry: `r0-3 paused at train.py:28`, coloured by phase."""
     style = style_of(state)
-    return Text.assemble((f" r{format_ranks(ranks)} ", "reverse " + style), (f" {state.describe()} ", style))
+    text = inert(state.describe())
+    return Text.assemble((f" r{format_ranks(ranks)} ", "reverse " + style), (f" {text} ", style))
 
 
 def divergence(states: tuple[RankState, ...]) -> str:
@@ -57,7 +59,7 @@ def divergence(states: tuple[RankState, ...]) -> str:
     if len(groups) < 2:
         return ""
     parts = [f"{format_ranks(ranks)} at {where}" for where, ranks in groups.items()]
-    return "ranks diverge: " + " · ".join(parts)
+    return inert("ranks diverge: " + " · ".join(parts))
 
 
 class RankBar(Widget):
