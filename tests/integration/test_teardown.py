@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import queue
+import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 
 import pytest
-from conftest import EXAMPLES, SCRIPTS, Runner, wait_for
+from conftest import EXAMPLES, ROOT, SCRIPTS, Runner, wait_for
 
 
 class Started:
@@ -97,3 +99,31 @@ def test_end_of_input_ends_ranks_that_never_stop(ddptui: Runner) -> None:
     assert result.returncode == 1
     assert "rank 1: waiting at tests/scripts/children.py:18 (ended by ddptui)" in result.stdout
     assert ddptui.leftover_files() == []
+
+
+@pytest.mark.parametrize("how", ["quit", "kill"])
+def test_double_forked_daemons_are_ended(ddptui: Runner, how: str) -> None:
+    started = Started(ddptui, str(SCRIPTS / "escapee.py"), ready_lines=4)
+    daemons = [p for p in ddptui.leftovers() if "os.setsid()" in " ".join(p.cmdline())]
+    assert len(daemons) == 2 and all(p.ppid() == started.proc.pid for p in daemons)  # adopted: subreaper
+    if how == "quit":
+        started.output(":quit\n")
+    else:
+        started.proc.send_signal(signal.SIGKILL)  # the watchdog finds them by the session's marker
+    assert_all_gone(ddptui, started.proc)
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs util-linux unshare")
+@pytest.mark.parametrize("how", ["quit", "kill"])
+def test_a_stranger_that_reuses_a_dead_ranks_pid_is_never_signalled(how: str) -> None:
+    """Inside a private PID namespace, so that nothing outside it can be touched."""
+    result = subprocess.run(
+        ["unshare", "-p", "-f", "--mount-proc", sys.executable, str(SCRIPTS / "pid_reuse.py"), how],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    if "Operation not permitted" in result.stderr:
+        pytest.skip("no permission for a PID namespace here")
+    assert result.stdout.strip() == "unharmed", result.stdout + result.stderr
