@@ -141,3 +141,10 @@ def test_ipdb_set_trace_stops_in_rank_pdb(ddptui: Runner) -> None:
     for rank in (0, 1):
         lines = rank_lines(result.stdout, rank)
         assert lines[1] == '-> after = "ipdb stop"' and str(rank) in lines and "'ipdb stop'" in lines
+
+
+def test_stepping_past_the_last_line_lets_the_rank_finish(ddptui: Runner) -> None:
+    result = ddptui.batch(SCRIPTS / "steps.py", "n\nn\nn\nn\nn\n", nproc=2)
+    assert result.returncode == 0, result.stdout
+    assert "ddptui/rank" not in result.stdout and "dataclasses.py" not in result.stdout
+    assert summary(result.stdout) == {0: "exited 0", 1: "exited 0"}

@@ -28,6 +28,7 @@ class Tmux:
         command = " ".join([sys.executable, "-m", "ddptui", *args])
         shell = f"cd {ROOT} && env {env} {command}; echo $? > {self.status}; sleep 600"
         self.tmux("new-session", "-d", "-x", "200", "-y", "50", shell)
+        self.socket_path = Path(self.tmux("display-message", "-p", "#{socket_path}").strip())
 
     def tmux(self, *args: str) -> str:
         """Run a tmux command against the private server."""
@@ -56,6 +57,7 @@ class Tmux:
     def kill(self) -> None:
         """End the tmux server."""
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
+        self.socket_path.unlink(missing_ok=True)  # tmux leaves its socket file behind
 
 
 @pytest.fixture
@@ -110,3 +112,15 @@ def test_app_killed_leaves_nothing_running(tmux: type[Tmux], ddptui: Runner, sig
     app[0].send_signal(sig)
     assert wait_for(lambda: not ddptui.leftovers(), 3.0), ddptui.leftovers()
     assert list(Path(ddptui.tmpdir).glob("ddptui-*")) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_app_ended_by_a_signal_prints_every_ranks_state(
+    tmux: type[Tmux], ddptui: Runner, sig: signal.Signals
+) -> None:
+    term = tmux("--nproc-per-node", "2", str(SCRIPTS / "steps.py"))
+    assert term.shows("(Pdb r1)"), term.screen()
+    (app,) = [p for p in ddptui.leftovers() if p.cmdline()[1:3] == ["-m", "ddptui"]]
+    app.send_signal(sig)
+    assert term.exit_status() == 1
+    assert term.shows("rank 1: paused at tests/scripts/steps.py:8 (ended by ddptui)", 5), term.screen()

@@ -1,5 +1,7 @@
 """Reading faulthandler dumps."""
 
+import sysconfig
+
 from ddptui.core.stacks import waiting_point
 
 SITE = "/venv/lib/python3.11/site-packages"
@@ -46,3 +48,15 @@ def test_user_code_itself_running() -> None:
 def test_empty_or_garbage_dump() -> None:
     assert waiting_point("") == (None, None)
     assert waiting_point("garbage\n  File nothing\n") == (None, None)
+
+
+def test_a_rank_busy_in_a_debugger_command_waits_in_the_users_call_not_in_pdb() -> None:
+    stdlib = sysconfig.get_paths()["stdlib"]
+    dump = f'''Current thread 0x00007f0000000002 (most recent call first):
+  File "{stdlib}/threading.py", line 320 in wait
+  File "{stdlib}/bdb.py", line 90 in trace_dispatch
+  File "/home/me/train.py", line 30 in step
+  File "<frozen runpy>", line 88 in _run_code
+'''
+    location, callee = waiting_point(dump)
+    assert str(location) == "train.py:30" and callee == "wait"

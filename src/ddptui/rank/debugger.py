@@ -105,8 +105,19 @@ class RankPdb(_ORIGINAL_PDB):
             self.curframe_locals = self.curframe.f_locals
 
     def stop_here(self, frame: types.FrameType) -> bool:
-        """Never stop in ddptui's launcher: stepping past the script's end lets it finish."""
+        """Never stop in ddptui's launcher."""
         return not is_hidden(frame) and bool(super().stop_here(frame))
+
+    def dispatch_return(self, frame: types.FrameType, arg: Any) -> Any:
+        """Once the user's script returns into ddptui's launcher, stepping ends: the rank finishes.
+
+        Otherwise `n` past the last line would stop in whatever library code the launcher runs next.
+        """
+        result = super().dispatch_return(frame, arg)
+        if frame.f_back is not None and is_hidden(frame.f_back):
+            self.set_continue()
+            return None
+        return result
 
     def interaction(self, frame: Any, traceback: Any) -> None:
         """Enter the prompt (a traceback without a frame means post-mortem); requests see it."""

@@ -114,6 +114,7 @@ class DdptuiApp(App[int]):
         self.pane(0).focus()
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, self.shutdown)
+        loop.add_signal_handler(signal.SIGINT, self.shutdown)  # `kill -INT`: the terminal's ^C is a key
         loop.add_signal_handler(signal.SIGHUP, self.hang_up)
         self.set_interval(0.1, self._show_flight)
         self.call_after_refresh(self.start_session)
