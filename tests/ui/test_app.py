@@ -218,3 +218,16 @@ async def test_gloo_error_text_is_shown_as_text_and_the_app_stays_up() -> None:
         assert "[bold]bold[/bold] [@click=app.quit]" in screen_text(application, 1)
         application.session.kill_now()
     assert application.return_code != 70
+
+
+async def test_terminal_queries_are_not_typed_into_pdb() -> None:
+    application = DdptuiApp(Session(spec(SCRIPTS / "queries.py")))
+    async with application.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: all_paused(application))
+        await pilot.pause(0.3)  # time for any answer to reach the ranks' input
+        await pilot.press("f10")
+        await until(
+            pilot, lambda: all('-> print("stepped", step)' in screen_text(application, r) for r in (0, 1))
+        )
+        assert not any("SyntaxError" in screen_text(application, r) for r in (0, 1))
+        application.session.kill_now()
