@@ -75,6 +75,13 @@ def build_parser() -> Parser:
         metavar="SECONDS",
         help="a rank running this long while idle (10x as long while busy) is 'waiting' (default 10)",
     )
+    add(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="with --batch: end the whole run after SECONDS of wall-clock time (exit status 124)",
+    )
     add("--demo", action="store_true", help="run the bundled 4-rank CPU DDP example")
     add("-m", "--module", action="store_true", help="SCRIPT is a module name, as in python -m")
     add("--version", action="version", version=f"ddptui {__version__}")
@@ -98,6 +105,10 @@ def parse_spec(argv: Sequence[str]) -> tuple[LaunchSpec, argparse.Namespace]:
         raise UsageError("only single-node jobs are supported (--nnodes 1)")
     if not math.isfinite(options.stall_timeout) or options.stall_timeout <= 0:
         raise UsageError(f"--stall-timeout must be a positive number of seconds, not {options.stall_timeout}")
+    if options.timeout is not None and (not math.isfinite(options.timeout) or options.timeout <= 0):
+        raise UsageError(f"--timeout must be a positive number of seconds, not {options.timeout}")
+    if options.timeout is not None and options.batch is None:
+        raise UsageError("--timeout applies to --batch runs only")
     if options.master_port is not None and not 0 < options.master_port < 65536:
         raise UsageError(f"--master-port {options.master_port} is not a port number")
     if not options.module:
@@ -137,13 +148,13 @@ def check_script(path: str) -> None:
         ) from None
 
 
-async def run_batch(spec: LaunchSpec, source: str) -> int:
-    """Start the job and replay a batch file against it."""
+async def run_batch(spec: LaunchSpec, source: str, timeout: float | None = None) -> int:
+    """Start the job and replay a batch file against it (for at most `timeout` seconds)."""
     lines = batch_input.lines(source)
     session = Session(spec)
     try:
         await session.start()
-        return await batch.run(session, lines)
+        return await batch.run(session, lines, timeout=timeout)
     finally:
         await session.close()
 
@@ -179,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         if options.batch is not None:
-            return asyncio.run(_guarded_batch(spec, options.batch))
+            return asyncio.run(_guarded_batch(spec, options.batch, options.timeout))
         from ddptui.ui.app import run_app
 
         return int(run_app(Session(spec)))
@@ -197,6 +208,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 70
 
 
-async def _guarded_batch(spec: LaunchSpec, source: str) -> int:
+async def _guarded_batch(spec: LaunchSpec, source: str, timeout: float | None) -> int:
     """run_batch under the signal guard."""
-    return await guarded(asyncio.ensure_future(run_batch(spec, source)))
+    return await guarded(asyncio.ensure_future(run_batch(spec, source, timeout)))

@@ -33,6 +33,14 @@ from conftest import EXAMPLES, ROOT, SCRIPTS, Runner
             "ddptui: error: --stall-timeout must be a positive number of seconds, not nan",
         ),
         (
+            ["--timeout", "10", str(EXAMPLES / "train_ddp.py")],
+            "ddptui: error: --timeout applies to --batch runs only",
+        ),
+        (
+            ["--batch", "-", "--timeout", "0", str(EXAMPLES / "train_ddp.py")],
+            "ddptui: error: --timeout must be a positive number of seconds, not 0.0",
+        ),
+        (
             ["--stall-timeout", "inf", str(EXAMPLES / "train_ddp.py")],
             "ddptui: error: --stall-timeout must be a positive number of seconds, not inf",
         ),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from conftest import EXAMPLES, SCRIPTS, Runner, rank_lines, summary
@@ -148,3 +149,20 @@ def test_stepping_past_the_last_line_lets_the_rank_finish(ddptui: Runner) -> Non
     assert result.returncode == 0, result.stdout
     assert "ddptui/rank" not in result.stdout and "dataclasses.py" not in result.stdout
     assert summary(result.stdout) == {0: "exited 0", 1: "exited 0"}
+
+
+def test_batch_never_ends_a_rank_that_makes_progress(ddptui: Runner) -> None:
+    # 8 s of computing is 16 stall timeouts: still running, never "waiting", never ended
+    result = ddptui.run("--stall-timeout", "0.5", "--batch", "-", str(SCRIPTS / "computes.py"), "8", stdin="")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert summary(result.stdout) == {0: "exited 0", 1: "exited 0"}
+    assert "rank 1 sum 2.0" in rank_lines(result.stdout, 1)
+
+
+def test_timeout_ends_a_long_batch_run_and_says_so(ddptui: Runner) -> None:
+    started = time.monotonic()
+    result = ddptui.run("--timeout", "3", "--batch", "-", str(SCRIPTS / "computes.py"), "600", stdin="")
+    assert time.monotonic() - started < 30
+    assert result.returncode == 124
+    assert "ddptui: --timeout 3 s reached: ending every rank" in result.stdout
+    assert summary(result.stdout)[0] == "running (ended by ddptui)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import AsyncIterator
 from typing import TextIO
@@ -13,6 +14,8 @@ from ddptui.core.state import Phase, RankState
 from ddptui.core.targets import TargetError
 from ddptui.core.text import inert, terminal_lines
 
+TIMED_OUT = 124
+"""Exit status when `--timeout` ended the run (as timeout(1) says it)."""
 LOST_HINT = "the rank printed faster than it was shown; --log-dir keeps every byte"
 
 
@@ -63,19 +66,26 @@ def exit_status(states: list[RankState]) -> int:
     return 0
 
 
-async def run(session: Session, lines: AsyncIterator[str], out: TextIO = sys.stdout) -> int:
+async def run(
+    session: Session, lines: AsyncIterator[str], out: TextIO = sys.stdout, timeout: float | None = None
+) -> int:
     """Run a batch script against a started session; returns the exit status.
 
-    However it ends (end of input, `:quit`, a signal cancelling it), the ranks are ended and
-    each rank's last state is printed.
+    However it ends (end of input, `:quit`, `timeout` seconds passing, a signal cancelling it),
+    the ranks are ended and each rank's last state is printed.
     """
     transcript = Transcript(session, out)
     for notice in session.notices:
         transcript.note(notice)
     session.on_notice.append(transcript.note)
+    timed_out = False
     try:
-        await replay(session, lines, transcript)
-        await session.wait_settled(range(len(session.ranks)))
+        async with asyncio.timeout(timeout):
+            await replay(session, lines, transcript)
+            await session.wait_settled(range(len(session.ranks)))
+    except TimeoutError:
+        timed_out = True
+        transcript.note(f"--timeout {timeout:g} s reached: ending every rank")
     finally:
         await session.close()
         transcript.flush()
@@ -84,7 +94,7 @@ async def run(session: Session, lines: AsyncIterator[str], out: TextIO = sys.std
             if hint := rank.hint():
                 print(f"  hint: {hint}", file=out)
         out.flush()
-    return exit_status([rank.state for rank in session.ranks])
+    return TIMED_OUT if timed_out else exit_status([rank.state for rank in session.ranks])
 
 
 async def replay(session: Session, lines: AsyncIterator[str], transcript: Transcript) -> None:

@@ -346,15 +346,20 @@ class _Group:
         )
 
     def hang_skips(self, hang: Verdict, explained: set[int]) -> list[Verdict]:
-        """Skips that explain why a missing rank is missing: its later collectives paired one off."""
+        """Skips that explain a hang: the missing ranks skipped one, or (when they are the majority)
+        the ranks inside issued an extra one.
+        """
+        inside = sorted(rank for rank, at in self.entered().items() if at == hang.seq)
+        missing = sorted(rank for rank in hang.suspects if rank in self.seqs)
+        if not inside or not missing:
+            return []
+        odd, reference = (inside, missing[0]) if len(missing) > len(inside) else (missing, inside[0])
         found = []
-        inside = [rank for rank, at in self.entered().items() if at == hang.seq]
-        for rank in sorted(hang.suspects - explained):
-            if rank in self.seqs and inside:
-                verdict = self._skip(rank, inside[0], self.last[rank])
-                if verdict is not None:
-                    explained.add(rank)
-                    found.append(verdict)
+        for rank in odd:
+            verdict = None if rank in explained else self._skip(rank, reference, self.last[missing[0]])
+            if verdict is not None:
+                explained.add(rank)
+                found.append(verdict)
         return found
 
     # -- ranks waiting in the same collective with different ops ----------------------------------

@@ -3,8 +3,8 @@
 A rank running longer than the stall timeout is only called waiting when it is idle (blocked in a
 collective uses no CPU and sleeps; a rank starved of CPU or reading from disk is runnable or in
 disk wait, so not idle) and no running rank of the job used CPU meanwhile: a rank importing torch
-or computing is slow, not stuck, and so are the ranks waiting for it. A rank that stays busy for
-BUSY_FACTOR stall timeouts is called waiting anyway, so a spinning rank cannot hold up a batch. The
+or computing is slow, not stuck, and so are the ranks waiting for it: a rank making progress is
+never called waiting, however long it takes (batch mode's `--timeout` bounds a whole run). The
 location comes from the rank's own `stack` answer, or from a faulthandler dump when its
 interpreter cannot answer, refreshed every stall timeout while waiting.
 """
@@ -22,8 +22,6 @@ IDLE_WINDOW = 0.5
 """Seconds of CPU accounting behind an idle/busy verdict."""
 IDLE_CPU = 0.2
 """Below this share of one core, a running rank counts as idle (blocked, sleeping)."""
-BUSY_FACTOR = 10
-"""A rank busy on CPU is called waiting only after this many stall timeouts."""
 RUNNING = (Phase.STARTING, Phase.RUNNING)
 
 
@@ -88,8 +86,6 @@ class StallWatch:
         if rank.state.phase not in RUNNING:
             return False
         running_for = now - rank.phase_since
-        if running_for > BUSY_FACTOR * self.timeout:
-            return True
         idle = self._idle.get(rank.index, False)
         return idle and min(running_for, now - self.progress) > self.timeout
 
