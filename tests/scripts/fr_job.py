@@ -1,0 +1,143 @@
+"""One rank of a 2-rank gloo job for the collective-log tests: runs a scenario, writes collective_log().
+
+Usage: `python fr_job.py SCENARIO` with MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE and FR_OUT set;
+FR_WRAPPERS=1 installs ddptui's wrappers (through the import hook) before torch is imported. The
+log goes to FR_OUT/rank<R>.json. Where a scenario blocks, a thread writes it a moment after the
+main thread entered its last call, as ddptui's request thread would. `# @name` marks lines the
+tests look up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from datetime import timedelta
+
+from ddptui.rank import collectives
+
+if os.environ.get("FR_WRAPPERS") == "1":
+    collectives.install_wrappers_on_import()
+
+import torch  # after the hook: the wrappers go in as torch.distributed loads
+import torch.distributed as dist
+
+RANK = int(os.environ["RANK"])
+
+
+def write_log(extra: dict[str, object] | None = None) -> None:
+    """Write this rank's collective log (and how long taking it took) where the test reads it."""
+    start = time.perf_counter()
+    log = collectives.collective_log()
+    took = time.perf_counter() - start
+    body = {"log": log, "ms": took * 1e3, **(extra or {})}
+    path = os.path.join(os.environ["FR_OUT"], f"rank{RANK}.json")
+    with open(path + ".tmp", "w") as out:
+        json.dump(body, out)
+    os.replace(path + ".tmp", path)
+
+
+def write_log_soon() -> None:
+    """Write the log from another thread once the main thread has blocked in what comes next."""
+    threading.Thread(target=lambda: (time.sleep(1.5), write_log()), daemon=True).start()
+
+
+def reduce(t: torch.Tensor) -> None:
+    """A user function around a collective: the call site is the line inside it."""
+    dist.all_reduce(t)  # @nested
+
+
+def basic() -> None:
+    """A few collectives of known ops, shapes and dtypes, then the log."""
+    dist.all_reduce(torch.ones(3))  # @ar3
+    dist.all_reduce(torch.ones(2, 4, dtype=torch.float64))  # @ar24
+    dist.broadcast(torch.zeros(5, dtype=torch.int64), src=0)  # @bcast
+    dist.barrier()  # @barrier
+    reduce(torch.ones(7))
+    write_log({"pg_seq": dist.group.WORLD._get_sequence_number_for_group()})
+
+
+def hang() -> None:
+    """Rank 1 sleeps instead of joining the third all_reduce; rank 0 waits in it."""
+    for _ in range(2):
+        dist.all_reduce(torch.ones(3))  # @two
+    write_log_soon()
+    if RANK == 1:
+        time.sleep(60)  # @sleep
+    dist.all_reduce(torch.ones(3))  # @hang
+
+
+def skip() -> None:
+    """Rank 1 skips the second of three loop all_reduces: its next one pairs with rank 0's third."""
+    t = torch.ones(3)
+    for i in range(3):
+        if not (RANK == 1 and i == 1):
+            dist.all_reduce(t)  # @loop
+    write_log_soon()
+    dist.all_reduce(t)  # @after
+    time.sleep(60)  # @sleep
+
+
+def mismatch() -> None:
+    """Rank 0 reduces 3 floats, rank 1 four: gloo returns garbage or fails; then the log."""
+    error = ""
+    try:
+        dist.all_reduce(torch.ones(3 + RANK))  # @mismatch
+    except RuntimeError as exc:
+        error = str(exc)[:200]
+    write_log({"error": error})
+    time.sleep(3)  # the peer must be done before this rank's exit closes its connections
+
+
+def exits() -> None:
+    """Rank 1 exits after two all_reduces; rank 0's third fails when rank 1's connections close."""
+    for _ in range(2):
+        dist.all_reduce(torch.ones(3))  # @two
+    if RANK == 1:
+        write_log()
+        os._exit(0)
+    error = ""
+    try:
+        dist.all_reduce(torch.ones(3))  # @third
+    except RuntimeError as exc:
+        error = str(exc)[:200]
+    write_log({"error": error})
+
+
+def deadlock() -> None:
+    """Rank 0 enters an all_reduce while rank 1 enters a barrier at the same sequence number."""
+    dist.all_reduce(torch.ones(3))  # @two
+    write_log_soon()
+    if RANK == 0:
+        dist.all_reduce(torch.ones(3))  # @reduce
+    else:
+        dist.barrier()  # @barrier
+    time.sleep(60)  # @sleep
+
+
+def ddp() -> None:
+    """Two DDP steps: the gradient all-reduces run inside backward(), issued from C++."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    torch.manual_seed(0)
+    model = DistributedDataParallel(torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Linear(8, 1)))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(2):
+        loss = model(torch.randn(2, 4)).pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()  # @backward
+        optimizer.step()
+    write_log()
+
+
+def main() -> None:
+    """Join the job, run the scenario named on the command line."""
+    dist.init_process_group("gloo", init_method="env://", timeout=timedelta(seconds=60))
+    globals()[sys.argv[1]]()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

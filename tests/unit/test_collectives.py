@@ -1,0 +1,390 @@
+"""Verdicts and the side-by-side table from collective records, synthetic and captured from real gloo jobs."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from ddptui.core.collectives import (
+    RankStatus,
+    Record,
+    collectives_table,
+    diagnose,
+    log_error,
+    parse_log,
+    verdict_lines,
+)
+from ddptui.core.state import RankState
+from ddptui.rank.protocol import Frame
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def rec(
+    seq: int,
+    op: str = "all_reduce",
+    shape: tuple[int, ...] | None = (3,),
+    line: int = 10,
+    state: str = "completed",
+    dtype: str = "float32",
+    pg: str = "0",
+) -> Record:
+    """A record of train.py:`line`; `shape=None` for an op without tensors (barrier)."""
+    shapes = () if shape is None else (shape,)
+    dtypes = () if shape is None else (dtype,)
+    return Record(seq, op, pg, shapes, dtypes, state, Frame("/job/train.py", line, "main"))
+
+
+def loop(count: int, line: int = 10) -> list[Record]:
+    """`count` completed all_reduces of one call site."""
+    return [rec(seq, line=line) for seq in range(1, count + 1)]
+
+
+def waiting(where: str = "train.py:10 in all_reduce") -> RankStatus:
+    """A rank the stall watch found idle at `where`."""
+    return RankStatus(f"waiting at {where}")
+
+
+def fixture(name: str) -> dict[int, list[Record]]:
+    """Logs captured from a real 2-rank gloo run of tests/scripts/fr_job.py (paths made neutral)."""
+    raw = json.loads((FIXTURES / f"fr_{name}.json").read_text())
+    return {int(rank): parse_log(log) for rank, log in raw.items()}
+
+
+# -- records ---------------------------------------------------------------------------------------
+
+
+def test_records_parse_from_the_rank_side_json() -> None:
+    item = {
+        "seq": 3,
+        "op": "all_reduce",
+        "pg": "0",
+        "shapes": [[2, 4]],
+        "dtypes": ["float64"],
+        "state": "issued",
+        "site": ["/job/train.py", 12, "step"],
+    }
+    record = Record.from_json(item)
+    assert record == Record(
+        3, "all_reduce", "0", ((2, 4),), ("float64",), "issued", Frame("/job/train.py", 12, "step")
+    )
+    assert record.pending
+    assert record.describe() == "all_reduce [2,4] float64 (train.py:12)"
+    assert Record.from_json({"seq": 1, "op": "barrier", "site": None}).describe() == "barrier"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [None, [], {"op": "all_reduce"}, {"seq": "1", "op": "x"}, {"seq": 1}, {"seq": 1, "op": "x", "site": [1]}],
+)
+def test_malformed_records_are_dropped(bad: object) -> None:
+    with pytest.raises(ValueError):
+        Record.from_json(bad)
+    assert parse_log([bad, {"seq": 1, "op": "barrier"}]) == [Record(1, "barrier")]
+
+
+def test_an_error_entry_is_reported_not_parsed() -> None:
+    items = [{"error": "RuntimeError: boom"}]
+    assert parse_log(items) == []
+    assert log_error(items) == "RuntimeError: boom"
+    assert log_error([{"seq": 1, "op": "barrier"}]) is None
+
+
+def test_only_what_an_op_requires_equal_is_compared() -> None:
+    root = Record(
+        1, "scatter", shapes=((2, 3),), dtypes=("float32",), out_shapes=((3,),), out_dtypes=("float32",)
+    )
+    leaf = Record(1, "scatter", out_shapes=((3,),), out_dtypes=("float32",))
+    assert root.signature() == leaf.signature()
+    uneven = Record(1, "all_to_all_single", shapes=((4,),), dtypes=("float32",))
+    assert (
+        uneven.signature() == Record(1, "all_to_all_single", shapes=((6,),), dtypes=("float32",)).signature()
+    )
+    assert rec(1, shape=(3,)).signature() != rec(1, shape=(4,)).signature()
+    assert rec(1, dtype="float32").signature() != rec(1, dtype="float64").signature()
+
+
+def test_status_of_a_tracked_rank() -> None:
+    where = Frame("/job/train.py", 11, "main")
+    status = RankStatus.of(RankState().waiting(where, "sleep"))
+    assert status == RankStatus("waiting at train.py:11 in sleep", where)
+    assert status.now() == "is at train.py:11 in sleep"
+    assert RankStatus.of(RankState().exited(0)).gone
+    assert RankStatus("paused at train.py:3").now() == "is paused at train.py:3"
+
+
+# -- verdicts ------------------------------------------------------------------------------------
+
+
+def test_hang_names_the_missing_rank_and_where_it_is() -> None:
+    logs = {0: [*loop(2), rec(3, state="issued")], 1: loop(2)}
+    statuses = {0: waiting(), 1: waiting("train.py:11 in sleep")}
+    assert verdict_lines(logs, statuses) == [
+        "hang: rank 1 is missing from collective #3 all_reduce [3] float32 (train.py:10); "
+        "rank 1 completed #2 and is at train.py:11 in sleep"
+    ]
+    (verdict,) = diagnose(logs, statuses)
+    assert (verdict.kind, verdict.seq, verdict.suspects) == ("hang", 3, frozenset({1}))
+
+
+def test_hang_groups_missing_ranks_that_stand_alike() -> None:
+    logs = {r: [*loop(2), rec(3, state="issued")] for r in (0, 2)} | {r: loop(2) for r in (1, 3)}
+    statuses = {
+        0: waiting(),
+        2: waiting(),
+        1: RankStatus("paused at train.py:11"),
+        3: RankStatus("paused at train.py:11"),
+    }
+    assert verdict_lines(logs, statuses) == [
+        "hang: ranks 1,3 are missing from collective #3 all_reduce [3] float32 (train.py:10); "
+        "ranks 1,3 completed #2 and are paused at train.py:11"
+    ]
+
+
+def test_deadlock_same_seq_different_ops() -> None:
+    logs = {r: [*loop(4), rec(5, state="issued", line=7)] for r in (0, 2, 3)}
+    logs[1] = [*loop(4), rec(5, "barrier", None, line=16, state="issued")]
+    statuses = {r: waiting() for r in range(4)}
+    assert verdict_lines(logs, statuses) == [
+        "deadlock: ranks 0,2-3 wait in #5 all_reduce (train.py:7); rank 1 waits in #5 barrier (train.py:16)"
+    ]
+    assert diagnose(logs, statuses)[0].suspects == frozenset({1})
+
+
+def test_mismatch_of_shapes() -> None:
+    logs = {0: [rec(1, line=8)], 1: [rec(1, shape=(4,), line=8)]}
+    assert verdict_lines(
+        logs, {0: RankStatus("paused at train.py:9"), 1: RankStatus("paused at train.py:9")}
+    ) == [
+        "mismatch: collective #1 all_reduce differs: rank 0 [3] float32 (train.py:8), "
+        "rank 1 [4] float32 (train.py:8)"
+    ]
+
+
+def test_mismatch_shows_the_first_difference_only() -> None:
+    logs = {r: [*loop(5), rec(6, dtype="float64"), rec(7, shape=(9,))] for r in (0, 1, 2)}
+    logs[1] = [*loop(5), rec(6), rec(7)]
+    lines = verdict_lines(logs)
+    assert lines == [
+        "mismatch: collective #6 all_reduce differs: "
+        "ranks 0,2 [3] float64 (train.py:10), rank 1 [3] float32 (train.py:10)"
+    ]
+
+
+def test_skip_seen_where_an_op_differs_is_a_skip_not_a_mismatch() -> None:
+    # rank 1 skipped one of three loop all_reduces; its barrier then paired with rank 0's third one
+    logs = {
+        0: [*loop(3), rec(4, "barrier", None, line=12, state="issued")],
+        1: [*loop(2), rec(3, "barrier", None, line=12)],
+    }
+    statuses = {0: waiting("train.py:12 in barrier"), 1: RankStatus("exited 0")}
+    assert verdict_lines(logs, statuses) == [
+        "early exit: rank 1 exited 0 after #3, but rank 0 waits in collective #4 barrier (train.py:12)",
+        "skip: rank 1 skipped collective #3 all_reduce [3] float32 (train.py:10) that rank 0 issued; "
+        "from there its #n pairs with rank 0's #n+1",
+    ]
+
+
+def test_skip_with_equal_shapes_is_told_by_call_sites() -> None:
+    logs = {0: [*loop(3), rec(4, line=12, state="issued")], 1: [*loop(2), rec(3, line=12)]}
+    statuses = {0: waiting("train.py:12 in all_reduce"), 1: waiting("train.py:14 in sleep")}
+    lines = verdict_lines(logs, statuses)
+    assert lines[0].startswith(
+        "hang: rank 1 is missing from collective #4 all_reduce [3] float32 (train.py:12)"
+    )
+    assert lines[1].startswith("skip: rank 1 skipped collective #3 all_reduce [3] float32 (train.py:10)")
+    assert not any(line.startswith("mismatch") for line in lines)
+
+
+def test_an_extra_collective_on_one_rank() -> None:
+    # rank 2's extra all_reduce (line 15) paired with the others' last one (line 21); it now waits alone
+    logs = {r: [*loop(3), rec(4, line=21)] for r in (0, 1)}
+    logs[2] = [*loop(3), rec(4, line=15), rec(5, line=21, state="issued")]
+    statuses = {0: RankStatus("exited 0"), 1: RankStatus("exited 0"), 2: waiting("train.py:21 in all_reduce")}
+    assert verdict_lines(logs, statuses) == [
+        "early exit: ranks 0-1 exited 0 after #4, "
+        "but rank 2 waits in collective #5 all_reduce [3] float32 (train.py:21)",
+        "skip: rank 2 issued an extra collective #4 all_reduce [3] float32 (train.py:15) "
+        "that rank 0 did not; "
+        "from there its #n pairs with rank 0's #n-1",
+    ]
+
+
+def test_legitimately_different_call_sites_are_no_alarm() -> None:
+    # `if rank == 0: broadcast(x) else: broadcast(y)`: same op and shape, two lines
+    logs = {0: [rec(1, "broadcast", line=5), rec(2)], 1: [rec(1, "broadcast", line=7), rec(2)]}
+    assert diagnose(logs, {0: waiting(), 1: waiting()}) == []
+
+
+def test_a_thousand_matched_collectives_raise_nothing_and_are_quick() -> None:
+    logs = {r: [rec(s, line=10 + s % 3, shape=(s % 5 + 1,)) for s in range(1, 1001)] for r in range(8)}
+    start = time.perf_counter()
+    assert diagnose(logs, {r: RankStatus("paused at train.py:3") for r in range(8)}) == []
+    assert time.perf_counter() - start < 1.0
+
+
+def test_ring_windows_that_start_at_different_seqs() -> None:
+    # each rank's ring holds its own last 2000 entries; only seqs both hold are compared
+    logs = {0: [rec(s) for s in range(101, 2101)], 1: [rec(s) for s in range(90, 2090)]}
+    assert (
+        diagnose(logs, {0: RankStatus("paused at train.py:3"), 1: RankStatus("paused at train.py:3")}) == []
+    )
+    logs[0][-1] = rec(2100, state="issued")
+    (verdict,) = diagnose(logs, {0: waiting(), 1: waiting("train.py:30 in sleep")})
+    assert verdict.kind == "hang" and verdict.seq == 2100 and "completed #2089" in verdict.text
+
+
+def test_retirement_lag_on_a_paused_or_running_rank_is_no_hang() -> None:
+    # the recorder marks completion on gloo's worker thread a moment after the call returns
+    logs = {0: [*loop(2), rec(3, state="issued")], 1: loop(2)}
+    assert diagnose(logs, {0: RankStatus("paused at train.py:11"), 1: RankStatus("running")}) == []
+    assert diagnose(logs, {0: RankStatus("running"), 1: RankStatus("running")}) == []
+
+
+def test_without_statuses_a_pending_last_collective_counts_as_waiting() -> None:
+    logs = {0: [*loop(2), rec(3, state="issued")], 1: loop(2)}
+    assert verdict_lines(logs) == [
+        "hang: rank 1 is missing from collective #3 all_reduce [3] float32 (train.py:10); rank 1 completed #2"
+    ]
+
+
+def test_early_exit_while_the_peer_crashed_in_the_collective() -> None:
+    # gloo fails a pending collective when a peer's connections close; the recorder retires it
+    logs = {0: loop(3), 1: loop(2)}
+    statuses = {
+        0: RankStatus("crashed RuntimeError: Connection closed by peer (train.py:10), in post-mortem"),
+        1: RankStatus("exited 0"),
+    }
+    (verdict,) = diagnose(logs, statuses)
+    assert (
+        str(verdict) == "early exit: rank 1 exited 0 after #2, "
+        "but rank 0 crashed in collective #3 all_reduce [3] float32 (train.py:10)"
+    )
+    assert verdict.suspects == frozenset({1})
+
+
+def test_early_exit_of_a_rank_whose_log_was_never_taken() -> None:
+    logs = {0: [*loop(2), rec(3, state="issued")], 2: [*loop(2), rec(3, state="issued")]}
+    statuses = {0: waiting(), 1: RankStatus("exited 0"), 2: waiting()}
+    assert verdict_lines(logs, statuses) == [
+        "early exit: rank 1 exited 0, "
+        "but ranks 0,2 wait in collective #3 all_reduce [3] float32 (train.py:10)"
+    ]
+
+
+def test_a_crashed_rank_after_its_collectives_is_missing_from_the_next() -> None:
+    logs = {0: [*loop(2), rec(3, state="issued")], 1: [*loop(2), rec(3, state="issued")], 2: loop(2)}
+    crashed = RankStatus("crashed NameError: name 'c' is not defined (train.py:12), in post-mortem")
+    lines = verdict_lines(logs, {0: waiting(), 1: waiting(), 2: crashed})
+    assert lines == [
+        "hang: rank 2 is missing from collective #3 all_reduce [3] float32 (train.py:10); "
+        "rank 2 completed #2 and crashed NameError: name 'c' is not defined (train.py:12), in post-mortem"
+    ]
+
+
+def test_subgroups_are_paired_on_their_own() -> None:
+    logs = {
+        0: [*loop(2), rec(1, pg="1"), rec(2, pg="1", state="issued")],
+        1: [*loop(2), rec(1, pg="1")],
+        2: loop(2),
+    }
+    statuses = {0: waiting(), 1: RankStatus("paused at train.py:40"), 2: RankStatus("paused at train.py:40")}
+    assert verdict_lines(logs, statuses) == [
+        "hang: rank 1 is missing from collective #2 on group 1 all_reduce [3] float32 (train.py:10); "
+        "rank 1 completed #1 on group 1 and is paused at train.py:40"
+    ]
+
+
+def test_point_to_point_records_are_not_paired_by_seq() -> None:
+    send = Record(1, "send", p2p=True, shapes=((4,),), dtypes=("float32",), state="issued")
+    logs = {0: [*loop(2), send], 1: loop(2)}
+    assert diagnose(logs, {0: waiting("train.py:5 in send"), 1: waiting("train.py:6 in sleep")}) == []
+
+
+# -- verdicts on logs captured from real gloo jobs -------------------------------------------------
+
+
+def test_captured_hang() -> None:
+    logs = fixture("hang")
+    statuses = {0: waiting("fr_job.py:69 in all_reduce"), 1: waiting("fr_job.py:68 in sleep")}
+    assert verdict_lines(logs, statuses) == [
+        "hang: rank 1 is missing from collective #3 all_reduce [3] float32 (fr_job.py:69); "
+        "rank 1 completed #2 and is at fr_job.py:68 in sleep"
+    ]
+
+
+def test_captured_skip() -> None:
+    logs = fixture("skip")
+    statuses = {0: waiting("fr_job.py:79 in all_reduce"), 1: waiting("fr_job.py:80 in sleep")}
+    assert verdict_lines(logs, statuses) == [
+        "hang: rank 1 is missing from collective #4 all_reduce [3] float32 (fr_job.py:79); "
+        "rank 1 completed #3 and is at fr_job.py:80 in sleep",
+        "skip: rank 1 skipped collective #3 all_reduce [3] float32 (fr_job.py:77) that rank 0 issued; "
+        "from there its #n pairs with rank 0's #n+1",
+    ]
+
+
+def test_captured_mismatch() -> None:
+    logs = fixture("mismatch")
+    statuses = {0: RankStatus("running"), 1: RankStatus("crashed RuntimeError: Connection closed by peer")}
+    assert verdict_lines(logs, statuses) == [
+        "mismatch: collective #1 all_reduce differs: rank 0 [3] float32 (fr_job.py:87), "
+        "rank 1 [4] float32 (fr_job.py:87)"
+    ]
+
+
+def test_captured_early_exit() -> None:
+    logs = fixture("exits")
+    statuses = {
+        0: RankStatus("crashed RuntimeError: Connection closed by peer (fr_job.py:103)"),
+        1: RankStatus("exited 0"),
+    }
+    assert verdict_lines(logs, statuses) == [
+        "early exit: rank 1 exited 0 after #2, "
+        "but rank 0 crashed in collective #3 all_reduce [3] float32 (fr_job.py:103)"
+    ]
+
+
+def test_captured_deadlock() -> None:
+    logs = fixture("deadlock")
+    statuses = {0: waiting("fr_job.py:114 in all_reduce"), 1: waiting("fr_job.py:116 in barrier")}
+    assert verdict_lines(logs, statuses) == [
+        "deadlock: rank 0 waits in #2 all_reduce (fr_job.py:114); rank 1 waits in #2 barrier (fr_job.py:116)"
+    ]
+
+
+def test_captured_ddp_steps_match() -> None:
+    logs = fixture("ddp")
+    assert diagnose(logs, {0: RankStatus("exited 0"), 1: RankStatus("exited 0")}) == []
+    backward = [r for r in logs[0] if r.op == "all_reduce"]
+    assert [r.site.line for r in backward if r.site] == [130, 130]
+
+
+# -- the table -----------------------------------------------------------------------------------
+
+
+def test_table_aligns_by_seq_and_marks_differences() -> None:
+    logs = {
+        0: [*loop(3), rec(4, "barrier", None, line=12, state="issued")],
+        1: [*loop(2), rec(3, "barrier", None, line=12)],
+        2: [*loop(3), rec(4, "barrier", None, line=12, state="issued")],
+    }
+    assert collectives_table(logs, 3) == [
+        "  seq  ranks 0,2                           rank 1",
+        "   #2  all_reduce [3] float32 train.py:10  all_reduce [3] float32 train.py:10",
+        "≠  #3  all_reduce [3] float32 train.py:10  barrier train.py:12",
+        "   #4  barrier train.py:12 (issued)        -",
+    ]
+
+
+def test_table_per_group_and_long_cells_cut() -> None:
+    wide = Record(1, "all_gather", shapes=((1024, 1024, 3),) * 4, dtypes=("bfloat16",), site=None)
+    logs = {0: [wide, rec(1, pg="1")], 1: [wide]}
+    lines = collectives_table(logs, 5)
+    assert lines[0] == "group 0"
+    assert lines[1:3] == ["  seq  ranks 0-1", "   #1  all_gather [1024,1024,3],[1024,1024,3],[102…"]
+    assert lines[3:] == ["group 1", "  seq  rank 0", "   #1  all_reduce [3] float32 train.py:10"]
+    assert collectives_table(logs, 0) == ["group 0", "  seq  ranks 0-1", "group 1", "  seq  rank 0"]
