@@ -304,6 +304,7 @@ class _Fingerprint:
 
     def _tensor(self, tensor: Any) -> None:
         """Hash a tensor met inside a container: its shape, dtype and content hash."""
+        tensor, _ = _local(tensor)
         data = _tensor_data(tensor)
         self.hash.update(f"{list(tensor.shape)}{tensor.dtype}".encode())
         if data is not None:
@@ -340,11 +341,19 @@ def _tensor_of(value: object) -> Any:
     return None
 
 
+def _local(tensor: Any) -> tuple[Any, bool]:
+    """The local shard of a DTensor (and True), else the tensor itself (and False).
+
+    Reducing or reshaping a DTensor would start collectives that the other ranks are not in.
+    """
+    if callable(getattr(tensor, "to_local", None)):
+        return tensor.to_local(), True
+    return tensor, False
+
+
 def _tensor_fields(tensor: Any) -> dict[str, Any]:
     """The `tensor`, `key`, `key_sampled` and maybe `number` entries of a tensor's summary."""
-    local = callable(getattr(tensor, "to_local", None))
-    if local:  # a DTensor: reducing it would start collectives, and other ranks are not in them
-        tensor = tensor.to_local()
+    tensor, local = _local(tensor)
     info: dict[str, Any] = {
         "shape": list(tensor.shape),
         "dtype": str(tensor.dtype).removeprefix("torch."),
@@ -438,8 +447,8 @@ def _float_stats(flat: Any) -> dict[str, Any]:
 def _tensor_hash(flat: Any, extra: bytes, limit: int = EXACT_HASH_ELEMENTS) -> tuple[str, bool]:
     """blake2b of a flat tensor's bytes, and whether it was sampled.
 
-    Up to `limit` elements (and never fewer than a sample's) every byte is hashed. Beyond, hashing 400 MB
-    would take ~0.5 s, so the digest covers a deterministic sample (16384 evenly spaced blocks of
+    Up to `limit` elements (never fewer than a sample's) every byte is hashed. Beyond, hashing
+    400 MB would take ~0.5 s, so the digest covers a deterministic sample (16384 evenly spaced blocks of
     64 elements, and the last 64), the wrapping 64-bit sum of all the tensor's bytes read as words
     (one fast pass that changes whenever any single element does), and `extra` (the exact stats).
     """
@@ -471,7 +480,10 @@ def _hash_bytes(digest: Any, tensor: Any) -> None:
 
 
 def _word_sum(flat: Any) -> bytes:
-    """The tensor's bytes summed as little-endian int64 words, wrapping, plus the leftover bytes."""
+    """The tensor's bytes summed as native int64 words, wrapping, plus the leftover bytes.
+
+    A change of any one element changes one word and so the sum; two changes could cancel.
+    """
     torch: Any = sys.modules["torch"]
     raw = flat.view(torch.uint8)
     if raw.storage_offset() % 8:
