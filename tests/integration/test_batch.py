@@ -166,3 +166,31 @@ def test_timeout_ends_a_long_batch_run_and_says_so(ddptui: Runner) -> None:
     assert result.returncode == 124
     assert "ddptui: --timeout 3 s reached: ending every rank" in result.stdout
     assert summary(result.stdout)[0] == "running (ended by ddptui)"
+
+
+def test_skip_lets_a_loop_with_a_breakpoint_run_to_its_end(ddptui: Runner) -> None:
+    result = ddptui.batch(SCRIPTS / "loop_breakpoints.py", ":skip\nc\nc\n")
+    assert (
+        "ddptui: breakpoint at tests/scripts/loop_breakpoints.py:8 stops no more, on any rank "
+        "(:skip none undoes)" in result.stdout
+    )
+    for rank in (0, 1):  # the loop ran its 5 steps, then the breakpoint after it stopped as usual
+        assert f"rank {rank} ran 5 steps" in rank_lines(result.stdout, rank)
+        assert '-> print(f"rank {rank} ran {len(done)} steps")' in rank_lines(result.stdout, rank)
+    assert result.returncode == 0 and summary(result.stdout) == {0: "exited 0", 1: "exited 0"}
+
+
+def test_skip_all_and_skip_none(ddptui: Runner) -> None:
+    result = ddptui.batch(SCRIPTS / "loop_breakpoints.py", ":skip all\nc\n")
+    assert "ddptui: no breakpoint() stops any more, on any rank (:skip none undoes)" in result.stdout
+    assert result.returncode == 0 and "rank 1 ran 5 steps" in rank_lines(result.stdout, 1)
+    result = ddptui.batch(SCRIPTS / "loop_breakpoints.py", ":skip\n:skip none\nc\np step\n")
+    assert "ddptui: every breakpoint() stops again" in result.stdout
+    answers = result.stdout.split("(ddptui) p step\n")[1].splitlines()[:2]
+    assert answers == ["[rank 0] 1", "[rank 1] 1"]  # stopped again at the next step
+
+
+def test_pythonbreakpoint_0_disables_breakpoints(ddptui: Runner) -> None:
+    ddptui.env["PYTHONBREAKPOINT"] = "0"
+    result = ddptui.batch(SCRIPTS / "loop_breakpoints.py", "")
+    assert result.returncode == 0 and "rank 0 ran 5 steps" in rank_lines(result.stdout, 0)

@@ -56,16 +56,18 @@ def basic() -> None:
     dist.broadcast(torch.zeros(5, dtype=torch.int64), src=0)  # @bcast
     dist.barrier()  # @barrier
     reduce(torch.ones(7))
-    write_log({"pg_seq": dist.group.WORLD._get_sequence_number_for_group()})
+    write_log(
+        {"pg_seq": dist.group.WORLD._get_sequence_number_for_group(), "tail": collectives.collective_log(2)}
+    )
 
 
 def hang() -> None:
     """Rank 1 sleeps instead of joining the third all_reduce; rank 0 waits in it."""
     for _ in range(2):
-        dist.all_reduce(torch.ones(3))  # @two
+        dist.all_reduce(torch.ones(3))
     write_log_soon()
     if RANK == 1:
-        time.sleep(60)  # @sleep
+        time.sleep(60)  # @hang_sleep
     dist.all_reduce(torch.ones(3))  # @hang
 
 
@@ -77,7 +79,7 @@ def skip() -> None:
             dist.all_reduce(t)  # @loop
     write_log_soon()
     dist.all_reduce(t)  # @after
-    time.sleep(60)  # @sleep
+    time.sleep(60)  # @skip_sleep
 
 
 def mismatch() -> None:
@@ -94,7 +96,7 @@ def mismatch() -> None:
 def exits() -> None:
     """Rank 1 exits after two all_reduces; rank 0's third fails when rank 1's connections close."""
     for _ in range(2):
-        dist.all_reduce(torch.ones(3))  # @two
+        dist.all_reduce(torch.ones(3))
     if RANK == 1:
         write_log()
         os._exit(0)
@@ -108,13 +110,13 @@ def exits() -> None:
 
 def deadlock() -> None:
     """Rank 0 enters an all_reduce while rank 1 enters a barrier at the same sequence number."""
-    dist.all_reduce(torch.ones(3))  # @two
+    dist.all_reduce(torch.ones(3))
     write_log_soon()
     if RANK == 0:
-        dist.all_reduce(torch.ones(3))  # @reduce
+        dist.all_reduce(torch.ones(3))  # @dl_reduce
     else:
-        dist.barrier()  # @barrier
-    time.sleep(60)  # @sleep
+        dist.barrier()  # @dl_barrier
+    time.sleep(60)
 
 
 def ddp() -> None:

@@ -22,6 +22,8 @@ LINES = [
     ":r 0-1",
     ":state",
     ":status",
+    ":skip",
+    ":skip none",
     ":nosuch",
     ":ranks 7",
     "@9 p 1",

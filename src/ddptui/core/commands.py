@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ddptui.core.session import Session
 from ddptui.core.targets import TargetError
+from ddptui.rank.protocol import Frame, Reply
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,34 @@ async def _help(session: Session, arg: str) -> Result:
     lines.append(f"{'@0,2 CMD':<{width}}  send a pdb command to ranks 0 and 2 only")
     lines.append(f"{'q | exit':<{width}}  same as :quit")
     return Result(tuple(lines))
+
+
+@command(
+    "skip",
+    usage=":skip [all|none]",
+    help="the breakpoint() where the target ranks stand stops no more, on every rank "
+    "(all: no breakpoint() stops; none: undo)",
+)
+async def _skip(session: Session, arg: str) -> Result:
+    """Stop hard-coded breakpoints from stopping (pdb's own `b` breakpoints are untouched)."""
+    everyone = [rank.index for rank in session.live(range(len(session.ranks)))]
+    if arg in ("all", "none"):
+        await session.ask("skip", {"all": True} if arg == "all" else {"none": True}, everyone)
+        if arg == "all":
+            return Result(("no breakpoint() stops any more, on any rank (:skip none undoes)",))
+        return Result(("every breakpoint() stops again",))
+    if arg:
+        return Result((f"usage: {COMMANDS['skip'].usage}",), error=True)
+    paused = [rank.index for rank in session.live() if rank.state.at_prompt]
+    answers = await session.ask("skip", {}, paused)
+    sites = {
+        tuple(a.value["here"]) for a in answers.values() if isinstance(a, Reply) and a.ok and a.value["here"]
+    }
+    if not sites:
+        return Result(("no target rank stands at a breakpoint() call",), error=True)
+    await session.ask("skip", {"sites": [list(site) for site in sites]}, everyone)
+    where = ", ".join(sorted(str(Frame(file, line)) for file, line in sites))
+    return Result((f"breakpoint at {where} stops no more, on any rank (:skip none undoes)",))
 
 
 @command("quit", "q", "exit", usage=":quit", help="end every rank and leave")

@@ -21,6 +21,23 @@ active: RankPdb | None = None
 """The debugger whose prompt is open in this process, if any (requests evaluate in its frame)."""
 
 
+class Skips:
+    """Hard-coded breakpoints (`breakpoint()`, `set_trace()` calls) the user said stop no more.
+
+    pdb's own breakpoints (`b`, `disable`) are not affected.
+    """
+
+    sites: set[tuple[str, int]] = set()
+    """Call sites (file, line) that no longer stop."""
+    everything = False
+    """True after `:skip all`: no hard-coded breakpoint stops."""
+
+    @classmethod
+    def skips(cls, frame: types.FrameType) -> bool:
+        """True when a hard-coded breakpoint called from `frame` should not stop."""
+        return cls.everything or (frame.f_code.co_filename, frame.f_lineno) in cls.sites
+
+
 def rank_number() -> int:
     """The global rank of this process, as ddptui (or torchrun) set it."""
     value = os.environ.get(RANK_ENV) or os.environ.get("RANK") or "0"
@@ -55,6 +72,8 @@ class RankPdb(_ORIGINAL_PDB):
         super().__init__(*args, **kwargs)
         self.prompt = f"(Pdb r{rank_number()}) "
         self.post_mortem = False
+        self.site: tuple[str, int] | None = None
+        """Where the hard-coded breakpoint that opened this debugger was called, if one did."""
 
     def set_trace(self, frame: types.FrameType | None = None) -> None:
         """Stop in the caller.
@@ -65,11 +84,17 @@ class RankPdb(_ORIGINAL_PDB):
         """
         if frame is None:
             frame = sys._getframe().f_back
-        if frame is None or frame.f_globals.get("__name__") != "torch.distributed":
+        caller = frame
+        while caller is not None and caller.f_globals.get("__name__") == "torch.distributed":
+            caller = caller.f_back
+        if caller is not None:
+            if Skips.skips(caller):
+                return
+            self.site = (caller.f_code.co_filename, caller.f_lineno)
+        if caller is None or caller is frame:
             super().set_trace(frame)
             return
-        while frame.f_back is not None and frame.f_globals.get("__name__") == "torch.distributed":
-            frame = frame.f_back
+        frame = caller
         self.reset()
         outer: types.FrameType | None = frame
         while outer is not None:

@@ -142,9 +142,29 @@ def collectives(args: dict[str, Any]) -> Any:
     return collective_log(int(last) if last is not None else None)
 
 
+def skip(args: dict[str, Any]) -> dict[str, Any]:
+    """`skip`: change which hard-coded breakpoints stop; say where this rank's prompt came from.
+
+    Args (all optional): `sites` [[file, line], ...] to skip, `all` (bool) to skip every one or
+    stop skipping them all, `none` (true) to forget every skip.
+    """
+    skips = debugger.Skips
+    if args.get("none"):
+        skips.sites.clear()
+        skips.everything = False
+    if "all" in args:
+        skips.everything = bool(args["all"])
+    for file, line in args.get("sites", ()):
+        skips.sites.add((str(file), int(line)))
+    pdb = debugger.active
+    here = list(pdb.site) if pdb is not None and pdb.site is not None else None
+    return {"here": here, "sites": sorted(map(list, skips.sites)), "all": skips.everything}
+
+
 HANDLERS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "eval": evaluate,
     "stack": stacks,
     "collectives": collectives,
+    "skip": skip,
 }
 """Request kinds and their handlers."""

@@ -35,7 +35,10 @@ from ddptui.ui.rank_pane import RankPane
 
 PAGE_SIZE = 8
 """Panes shown at once; more ranks are paged (F3/F4 move the focus across pages)."""
-KEYS = "F2 broadcast/typing · F10 n · F11 s · Shift+F11 r · F5 c · F3/F4 previous/next rank · Ctrl+Q quit"
+KEYS = (
+    "F2 broadcast/typing · F10 n · F11 s · Shift+F11 r · F5 c · F8 :skip · F3/F4 previous/next rank · "
+    "Ctrl+Q quit"
+)
 
 
 def grid_shape(count: int) -> tuple[int, int]:
@@ -58,6 +61,7 @@ class DdptuiApp(App[int]):
         Binding("f11", "step('s')", "Step (s)", priority=True),
         Binding("shift+f11", "step('r')", "Return (r)", priority=True),
         Binding("f5", "step('c')", "Continue (c)", priority=True),
+        Binding("f8", "skip", "Skip this breakpoint()", priority=True),
         Binding("f3", "focus_rank(-1)", "Prev rank", priority=True),
         Binding("f4", "focus_rank(1)", "Next rank", priority=True),
         Binding("ctrl+q", "quit", "Quit", priority=True),
@@ -231,6 +235,10 @@ class DdptuiApp(App[int]):
         """Broadcast a stepping command to the target ranks."""
         self.broadcast(command, None)
 
+    def action_skip(self) -> None:
+        """`:skip`: the breakpoint() where the target ranks stand stops no more."""
+        self.ddptui_command("skip")
+
     def action_toggle_broadcast(self) -> None:
         """Switch typing between the command line (broadcast) and the focused rank's pane."""
         if self.broadcasting:
@@ -305,6 +313,11 @@ class DdptuiApp(App[int]):
                 f"Broadcast `{command}` to the target ranks",
                 lambda c=command: self.action_step(c),
             )
+        yield SystemCommand(
+            "Skip this breakpoint() (F8)",
+            "The breakpoint() where the target ranks stand stops no more (:skip)",
+            self.action_skip,
+        )
         yield SystemCommand(
             "Previous rank (F3)", "Type into the previous rank", lambda: self.action_focus_rank(-1)
         )
