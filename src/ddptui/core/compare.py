@@ -23,6 +23,8 @@ SPARKS = "▁▂▃▄▅▆▇█"
 """Sparkline levels, lowest first."""
 NON_FINITE_SPARKS = {"nan": "×", "inf": "↑", "-inf": "↓"}
 """Sparkline characters of values off the scale."""
+SPARK_LABEL = "by rank"
+"""Label of the sparkline's line in `Comparison.lines`."""
 TENSOR_STATS = ("min", "max", "mean", "norm")
 """Tensor stats shown in a row and compared under a tolerance."""
 
@@ -57,14 +59,15 @@ class Comparison:
 
         Every line is cut to `width` characters.
         """
-        column = max((len(format_ranks(row.ranks)) for row in self.rows), default=0)
+        labels = [f"ranks {format_ranks(row.ranks)}" for row in self.rows]
+        column = max(map(len, [*labels, SPARK_LABEL]))
         out = [self.verdict]
-        for row in self.rows:
+        for row, label in zip(self.rows, labels, strict=True):
             text = f"raised {row.text}" if row.error else row.text
-            out.append(f"{'≠' if row.odd else ' '} ranks {format_ranks(row.ranks):<{column}} │ {text}")
+            out.append(f"{'≠' if row.odd else ' '} {label:<{column}} │ {text}")
         if self.sparkline:
             scale = f"  {_num(self.scale[0])} … {_num(self.scale[1])}" if self.scale else ""
-            out.append(f"  ranks {'':<{column}} │ {self.sparkline}{scale}")
+            out.append(f"  {SPARK_LABEL:<{column}} │ {self.sparkline}{scale}")
         return [_cut(line, width) for line in out]
 
 
