@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from conftest import EXAMPLES, SCRIPTS, Runner, rank_lines, summary
+from conftest import EXAMPLES, ROOT, SCRIPTS, Runner, rank_lines, summary
 
 
 def test_lockstep_steps_ranks_over_ddp_backward(ddptui: Runner) -> None:
@@ -194,3 +194,19 @@ def test_pythonbreakpoint_0_disables_breakpoints(ddptui: Runner) -> None:
     ddptui.env["PYTHONBREAKPOINT"] = "0"
     result = ddptui.batch(SCRIPTS / "loop_breakpoints.py", "")
     assert result.returncode == 0 and "rank 0 ran 5 steps" in rank_lines(result.stdout, 0)
+
+
+def test_the_demo_does_what_its_docstring_suggests(ddptui: Runner) -> None:
+    commands = ["n", "n", "n", "p loss", "p model.module[0].weight.grad.norm()", "c"]
+    docstring = (ROOT / "src/ddptui/demo/train.py").read_text().split('"""')[1]
+    assert all(f"`{command}`" in docstring for command in set(commands))
+    result = ddptui.run("--demo", "--batch", "-", stdin="\n".join(commands) + "\n", timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    norms = result.stdout.split("(ddptui) p model.module[0].weight.grad.norm()\n")[1].splitlines()[:4]
+    assert len({line.split("] ")[1] for line in norms}) == 1 and norms[0].startswith("[rank 0] tensor(")
+    assert "Error" not in result.stdout
+
+
+def test_the_demo_places_a_waiting_rank_in_its_own_code(ddptui: Runner) -> None:
+    result = ddptui.run("--demo", "--batch", "-", stdin="n\nn\n@1 n\n:state\n:quit\n", timeout=120)
+    assert "rank 1 waiting at src/ddptui/demo/train.py:44 in backward" in result.stdout

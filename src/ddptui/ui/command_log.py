@@ -14,8 +14,7 @@ class CommandLog(RichLog):
 
     DEFAULT_CSS = """
     CommandLog {
-        dock: bottom;
-        height: 6;
+        height: 5;
         padding: 0 1;
         background: $panel;
         scrollbar-size-vertical: 1;
