@@ -145,8 +145,8 @@ def test_skipped_all_reduce_is_told_as_a_hang_and_a_skip(tmp_path: Path, wrapper
 
 def test_mismatched_shapes(tmp_path: Path) -> None:
     job = run_job(tmp_path, "mismatch")
-    # gloo: one rank gets garbage, the other "Connection closed by peer"
-    assert any("Connection closed" in job[rank]["error"] for rank in (0, 1))
+    # gloo: one rank gets garbage, the other "Connection closed (or reset) by peer"
+    assert any("by peer" in job[rank]["error"] for rank in (0, 1))
     statuses = {r: RankStatus("paused at x.py:1") for r in (0, 1)}
     assert verdict_lines(records(job), statuses) == [
         f"mismatch: collective #1 all_reduce differs: rank 0 [3] float32 ({at('mismatch')}), "
@@ -156,7 +156,7 @@ def test_mismatched_shapes(tmp_path: Path) -> None:
 
 def test_early_exit(tmp_path: Path) -> None:
     job = run_job(tmp_path, "exits")
-    assert "Connection closed" in job[0]["error"]
+    assert "by peer" in job[0]["error"]  # "Connection closed by peer" or "... reset by peer"
     assert [e["seq"] for e in job[0]["log"]] == [1, 2, 3]
     statuses = {
         0: RankStatus(f"crashed RuntimeError: Connection closed by peer ({at('third')})"),
@@ -184,11 +184,10 @@ def test_ddp_backward_all_reduces_are_in_the_flight_recorder(tmp_path: Path) -> 
     job = run_job(tmp_path, "ddp")
     log = job[0]["log"]
     backward = [e for e in log if e["op"] == "all_reduce"]
-    assert [e["site"][1] for e in backward] == [line("backward")] * 2
+    assert [(e["site"][1], e["state"]) for e in backward] == [(line("backward"), "completed")] * 2
     # DDP's construction (parameter checks and broadcast) is recorded at the user's DDP(...) line
     assert {e["op"] for e in log} == {"all_gather", "broadcast", "all_reduce"}
-    # the last one may still show `issued`: retirement is marked on gloo's thread a moment after
-    assert [entry[:4] for entry in summary(job[1]["log"])] == [entry[:4] for entry in summary(log)]
+    assert summary(job[1]["log"]) == summary(log)
 
 
 def test_wrappers_record_what_the_flight_recorder_would(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ import os
 import pickle
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -31,6 +32,8 @@ C10D_C = "torch._C._distributed_c10d"
 
 RING = 2000
 """Records the wrappers keep, like the Flight Recorder's default ring."""
+RETIRE_LAG = 0.005
+"""Seconds to wait before looking again at a last entry the recorder still shows pending."""
 
 DTYPES = {
     "Float": "float32",
@@ -103,15 +106,26 @@ def _version(text: str) -> tuple[int, int]:
 
 def _from_flight_recorder(count: int | None) -> list[dict[str, Any]]:
     """The Flight Recorder's entries as records; empty when it has none."""
+    entries = _fr_entries()
+    if entries and _fr_state(entries[-1]) != "completed":
+        # Retirement is marked on gloo's worker thread a moment after a blocking call returns:
+        # asked right after one, the recorder still calls it pending. Look once more.
+        time.sleep(RETIRE_LAG)
+        entries = _fr_entries()
+    return [_fr_record(entry) for entry in _tail(entries, count)]
+
+
+def _fr_entries() -> list[dict[str, Any]]:
+    """The Flight Recorder's raw entries (with Python stacks where that is safe), oldest first."""
     dump = getattr(sys.modules.get(C10D_C), "_dump_fr_trace", None)
     if dump is None:
         return []
     with _inductor_left_unimported() as stacks:
         # The pickle, not `_dump_fr_trace_json`: twice as fast, and only it has the Python stacks.
         raw = dump(includeCollectives=True, includeStackTraces=stacks, onlyActive=False)
-    entries = pickle.loads(raw).get("entries") or []
+    entries: list[dict[str, Any]] = pickle.loads(raw).get("entries") or []
     entries.sort(key=lambda entry: entry.get("record_id", 0))
-    return [_fr_record(entry) for entry in _tail(entries, count)]
+    return entries
 
 
 @contextlib.contextmanager
