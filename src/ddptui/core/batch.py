@@ -9,8 +9,8 @@ from typing import TextIO
 
 from ddptui.core import commands
 from ddptui.core.batch_input import BatchInputError
-from ddptui.core.session import Broadcast, Session
-from ddptui.core.state import Phase, RankState
+from ddptui.core.session import Session
+from ddptui.core.state import RankState
 from ddptui.core.targets import TargetError
 from ddptui.core.text import inert, terminal_lines
 
@@ -126,21 +126,12 @@ async def run_line(session: Session, line: str, transcript: Transcript) -> bool:
             transcript.note(text)
         return not result.quit
     await session.wait_settled(range(len(session.ranks)))
-    if not session.live(parsed.targets):
-        transcript.note("no live rank to send it to")
-    else:
-        show(await session.broadcast(parsed.text, parsed.targets), transcript)
+    sent, said = await commands.send(session, parsed)
+    if sent is not None:
+        transcript.flush({reply.rank: sent.command for reply in sent.replies})
+    for text in said.lines:
+        transcript.note(text)
     return True
-
-
-def show(result: Broadcast, transcript: Transcript) -> None:
-    """Print the answers of one broadcast, then the ranks it could not reach."""
-    transcript.flush({reply.rank: result.command for reply in result.replies})
-    for index, state in result.skipped.items():
-        transcript.note(f"{result.command} not sent to rank {index}, not at a prompt ({state})")
-    for reply in result.replies:
-        if reply.state.phase is Phase.WAITING:
-            transcript.note(f"rank {reply.rank} {reply.state.describe()}")
 
 
 def report_early_deaths(session: Session) -> None:

@@ -6,11 +6,13 @@ log. `q`, `quit` and `exit` typed bare mean `:quit` in both.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
-from ddptui.core.session import Session
-from ddptui.core.targets import TargetError
+from ddptui.core.compare import Answer, Comparison, compare
+from ddptui.core.session import Broadcast, Session
+from ddptui.core.state import Phase
+from ddptui.core.targets import Line, TargetError, format_ranks
 from ddptui.rank.protocol import Frame, Reply
 
 
@@ -36,6 +38,11 @@ class Command:
     help: str
     run: Handler
 
+
+WIDTH = 120
+"""Characters of a table line at most (values are cut, with a marker)."""
+EVAL_TIMEOUT = 5.0
+"""Seconds a rank has to evaluate an expression for `:compare` and watches."""
 
 COMMANDS: dict[str, Command] = {}
 """Every command by name and by alias."""
@@ -123,6 +130,116 @@ async def _skip(session: Session, arg: str) -> Result:
     await session.ask("skip", {"sites": [list(site) for site in sites]}, everyone)
     where = ", ".join(sorted(str(Frame(file, line)) for file, line in sites))
     return Result((f"breakpoint at {where} stops no more, on any rank (:skip none undoes)",))
+
+
+async def send(session: Session, line: Line) -> tuple[Broadcast | None, Result]:
+    """A pdb command to the target ranks in lockstep, behind the divergence guard; then the watches.
+
+    Returns the broadcast (None when nothing was sent) and what to tell the user about it.
+    """
+    spread = session.divergence(line.targets) if line.executes and not line.force else ""
+    if spread:
+        why = f"not sent: the ranks stand at different places ({spread}); !{line.text} sends anyway"
+        return None, Result((why,), error=True)
+    if not session.live(line.targets):
+        return None, Result(("no live rank to send it to",), error=True)
+    result = await session.broadcast(line.text, line.targets)
+    notes = [
+        f"{line.text} not sent to rank {i}, not at a prompt ({why})" for i, why in result.skipped.items()
+    ]
+    notes += [f"rank {a.rank} {a.state.describe()}" for a in result.replies if a.state.phase is Phase.WAITING]
+    notes += await watch_lines(session)
+    return result, Result(tuple(notes))
+
+
+async def evaluate(session: Session, expr: str, targets: Iterable[int] | None = None) -> dict[int, Answer]:
+    """EXPR evaluated by every targeted live rank: its summary, or why there is none."""
+    answers: dict[int, Answer] = {}
+    paused = []
+    for rank in session.live(targets):
+        if rank.state.at_prompt:
+            paused.append(rank.index)
+        else:
+            answers[rank.index] = f"not at a prompt ({rank.state.describe()})"
+    for index, reply in (await session.ask("eval", {"expr": expr}, paused, EVAL_TIMEOUT)).items():
+        if isinstance(reply, str):
+            answers[index] = f"no answer: {reply}"
+        else:
+            answers[index] = reply.value if reply.ok else reply.error
+    return dict(sorted(answers.items()))
+
+
+async def comparison(session: Session, expr: str, tol: float | None = None) -> Comparison:
+    """`:compare`'s table for one expression over the default targets."""
+    return compare(await evaluate(session, expr), tol)
+
+
+@command(
+    "compare",
+    "cmp",
+    usage=":compare [--tol X] EXPR",
+    help="evaluate EXPR on every target rank and group the ranks by equal value",
+)
+async def _compare(session: Session, arg: str) -> Result:
+    """One table: ranks grouped by value, odd groups marked, a sparkline for numbers."""
+    tol = None
+    if arg.startswith("--tol"):
+        _, value, arg = [*arg.split(None, 2), "", ""][:3]
+        try:
+            tol = float(value)
+        except ValueError:
+            return Result((f"--tol needs a number, not {value!r}",), error=True)
+    if not arg.strip():
+        return Result((f"usage: {COMMANDS['compare'].usage}",), error=True)
+    table = await comparison(session, arg.strip(), tol)
+    session.last_compare = table
+    return Result(tuple(table.lines(WIDTH)))
+
+
+@command("watch", usage=":watch [EXPR]", help="compare EXPR across ranks after every step (no EXPR: list)")
+async def _watch(session: Session, arg: str) -> Result:
+    """Add a watch and show it now."""
+    if not arg:
+        return Result(tuple(session.watches) or ("no watches",))
+    if arg not in session.watches:
+        session.watches.append(arg)
+    return Result(tuple(await watch_lines(session, [arg])))
+
+
+@command("unwatch", usage=":unwatch EXPR|all", help="stop watching EXPR (or every watch)")
+async def _unwatch(session: Session, arg: str) -> Result:
+    """Drop one watch or all of them."""
+    if arg == "all":
+        session.watches.clear()
+        return Result(("no watches",))
+    if arg not in session.watches:
+        return Result((f"not watched: {arg}",), error=True)
+    session.watches.remove(arg)
+    return Result((f"unwatched {arg}",))
+
+
+async def watch_lines(session: Session, watches: Iterable[str] | None = None) -> list[str]:
+    """Every watch compared across the default targets: `watch EXPR: verdict` then its rows."""
+    lines = []
+    for expr in session.watches if watches is None else watches:
+        table = (await comparison(session, expr)).lines(WIDTH)
+        lines.append(f"watch {expr}: {table[0]}")
+        lines.extend(table[1:])
+    return lines
+
+
+@command("where", usage=":where", help="where the target ranks stand, grouped, with counts")
+async def _where(session: Session, arg: str) -> Result:
+    """Distinct states of the targeted ranks, largest group first."""
+    groups: dict[str, set[int]] = {}
+    for rank in session.live() or session.ranks:
+        groups.setdefault(rank.state.describe(), set()).add(rank.index)
+    ordered = sorted(groups.items(), key=lambda item: (-len(item[1]), min(item[1])))
+    width = max(len(format_ranks(ranks)) for _, ranks in ordered) + len("ranks ")
+    lines = [f"{len(ordered)} distinct location(s)" if len(ordered) > 1 else "every target rank is together"]
+    for where, ranks in ordered:
+        lines.append(f"{'ranks ' + format_ranks(ranks):<{width}} │ {where} ({len(ranks)})")
+    return Result(tuple(lines))
 
 
 @command("quit", "q", "exit", usage=":quit", help="end every rank and leave")

@@ -14,6 +14,7 @@ from typing import Any
 
 from ddptui.core import launch
 from ddptui.core.channel import ChannelServer, Connection
+from ddptui.core.compare import Comparison
 from ddptui.core.fatal import fatal_site
 from ddptui.core.local import LocalJob, LocalRank, SpawnError
 from ddptui.core.logs import SessionLog
@@ -71,6 +72,10 @@ class Session:
         """Ranks the broadcast in flight still waits for."""
         self.in_flight_command = ""
         """The command being broadcast, or empty."""
+        self.watches: list[str] = []
+        """Expressions compared across ranks after every step (`:watch`)."""
+        self.last_compare: Comparison | None = None
+        """The last `:compare` table (rank groups can be made from its rows)."""
         self._dir = ""
         self._server: ChannelServer | None = None
         self._job: LocalJob | None = None
@@ -298,6 +303,19 @@ class Session:
         if rank.state.at_prompt:
             return rank.paused_count > paused_count and rank.settled(time.monotonic())
         return rank.settled(time.monotonic())
+
+    def divergence(self, targets: Iterable[int] | None = None) -> str:
+        """Where the targeted paused ranks stand, when that is not one place; empty otherwise.
+
+        Ranks in post-mortem do not count: they cannot step, wherever they stand.
+        """
+        places: dict[str, set[int]] = {}
+        for rank in self.live(targets):
+            if rank.state.at_prompt and not rank.state.post_mortem and rank.state.location is not None:
+                places.setdefault(str(rank.state.location), set()).add(rank.index)
+        if len(places) < 2:
+            return ""
+        return " · ".join(f"{format_ranks(ranks)} at {where}" for where, ranks in places.items())
 
     def set_targets(self, spec: str) -> str:
         """`:ranks 0,2-3` / `:ranks all`: set the default target; returns a line for the user."""

@@ -54,6 +54,19 @@ class Line:
     """The command without its `@ranks` prefix or `:`."""
     targets: frozenset[int] | None = None
     """Ranks named by an `@` prefix; None means the session's default."""
+    force: bool = False
+    """`!n`: send an execution command even to ranks that stand at different places."""
+
+    @property
+    def executes(self) -> bool:
+        """True for a pdb command that resumes the program (`n`, `s`, `c`, `r`, `unt`, `j`, ...)."""
+        return self.kind == "pdb" and self.text.split()[0] in EXECUTION_COMMANDS
+
+
+EXECUTION_COMMANDS = frozenset(
+    {"n", "next", "s", "step", "c", "cont", "continue", "r", "return", "unt", "until", "j", "jump"}
+)
+"""pdb commands that let the program run (the divergence guard holds them back)."""
 
 
 def parse_line(line: str, world_size: int) -> Line:
@@ -65,10 +78,14 @@ def parse_line(line: str, world_size: int) -> Line:
         return Line("ddptui", "quit")
     if stripped.startswith(":"):
         return Line("ddptui", stripped[1:].strip())
+    targets = None
     if stripped.startswith("@"):
-        spec, _, command = stripped[1:].partition(" ")
-        command = command.strip()
-        if not command:
+        spec, _, stripped = stripped[1:].partition(" ")
+        stripped = stripped.strip()
+        if not stripped:
             raise TargetError(f"no command after @{spec}")
-        return Line("pdb", command, parse_ranks(spec, world_size))
-    return Line("pdb", stripped)
+        targets = parse_ranks(spec, world_size)
+    forced = stripped.startswith("!") and stripped[1:].split(" ", 1)[0] in EXECUTION_COMMANDS
+    if forced:  # `!n` is ddptui's "send anyway"; other `!statement` lines are pdb's own
+        stripped = stripped[1:]
+    return Line("pdb", stripped, targets, forced)
