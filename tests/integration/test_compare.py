@@ -1,0 +1,69 @@
+"""`:compare`, watches, `:where` and the divergence guard in batch mode, on real ranks."""
+
+from __future__ import annotations
+
+from conftest import SCRIPTS, Runner
+
+
+def block(stdout: str, command: str) -> list[str]:
+    """The `ddptui:` lines printed after one command line."""
+    after = stdout.split(f"(ddptui) {command}\n", 1)[1].split("(ddptui) ", 1)[0]
+    return [line[len("ddptui: ") :] for line in after.splitlines() if line.startswith("ddptui: ")]
+
+
+def test_compare_groups_ranks_by_value(ddptui: Runner) -> None:
+    commands = [":compare same", ":compare layer.weight", ":compare loss", ':compare lookup["key"]']
+    commands += [":compare close", ":compare --tol 1e-6 close", "c"]
+    result = ddptui.batch(SCRIPTS / "unseeded.py", "\n".join(commands) + "\n", nproc=4, stall=5)
+    same = block(result.stdout, ":compare same")
+    assert same[0] == "all 4 ranks equal" and same[1].startswith("  ranks 0-3 │ tensor([2, 3], float32, cpu)")
+    weights = block(result.stdout, ":compare layer.weight")
+    assert weights[0] == "4 distinct values"
+    hashes = {line.rsplit("hash=", 1)[1] for line in weights[1:]}
+    assert len(hashes) == 4 and all(line.startswith("≠ ranks ") for line in weights[1:])
+    loss = block(result.stdout, ":compare loss")
+    assert "≠ ranks 1 │ nan" in loss and loss[-1].startswith("  by rank │ ▁×")
+    lookup = block(result.stdout, ':compare lookup["key"]')
+    assert lookup[0] == "3 distinct values, 1 error" and "≠ ranks 2 │ raised KeyError: 'key'" in lookup
+    assert block(result.stdout, ":compare close")[0] == "4 distinct values"
+    assert block(result.stdout, ":compare --tol 1e-6 close")[:2] == [
+        "all 4 ranks equal (tol 1e-06)",
+        "  ranks 0-3 │ 1.0",
+    ]
+    assert result.returncode == 0
+
+
+def test_ddp_construction_makes_unseeded_weights_equal(ddptui: Runner) -> None:
+    commands = ":compare layer.weight\nc\n:compare model.module.weight\nc\n"
+    result = ddptui.batch(SCRIPTS / "ddp_unseeded.py", commands, nproc=4, stall=5)
+    assert block(result.stdout, ":compare layer.weight")[0] == "4 distinct values"
+    assert block(result.stdout, ":compare model.module.weight")[0] == "all 4 ranks equal"
+    assert result.returncode == 0, result.stdout
+
+
+def test_watches_follow_every_step(ddptui: Runner) -> None:
+    commands = ":watch counter * 10\nn\nn\n:watch\n:unwatch counter * 10\nn\nc\n"
+    result = ddptui.batch(SCRIPTS / "unseeded.py", commands, nproc=2)
+    values = [
+        line.split("│ ")[1] for line in result.stdout.splitlines() if line.startswith("ddptui:   ranks 0-1")
+    ]
+    assert values == ["0", "10", "20"]
+    assert block(result.stdout, ":watch") == ["counter * 10"]
+    assert result.stdout.count("ddptui: watch counter * 10: all 2 ranks equal") == 3  # none after unwatch
+        block(result.stdout, ":unwatch counter * 10")[1:]
+    )
+
+
+def test_where_and_the_divergence_guard(ddptui: Runner) -> None:
+    result = ddptui.batch(SCRIPTS / "diverge.py", ":where\nn\n!n\n:where\n!c\n", nproc=3)
+    where = block(result.stdout, ":where")
+    assert where == [
+        "2 distinct location(s)",
+        "ranks 1-2 │ paused at tests/scripts/diverge.py:13 (2)",
+        "ranks 0   │ paused at tests/scripts/diverge.py:10 (1)",
+    ]
+    assert block(result.stdout, "n") == [
+        "not sent: the ranks stand at different places (0 at tests/scripts/diverge.py:10 · "
+        "1-2 at tests/scripts/diverge.py:13); !n sends anyway"
+    ]
+    assert "[rank 0] -> if rank == world - 1:" in result.stdout.split("(ddptui) !n\n")[1]
