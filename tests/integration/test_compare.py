@@ -50,8 +50,6 @@ def test_watches_follow_every_step(ddptui: Runner) -> None:
     assert values == ["0", "10", "20"]
     assert block(result.stdout, ":watch") == ["counter * 10"]
     assert result.stdout.count("ddptui: watch counter * 10: all 2 ranks equal") == 3  # none after unwatch
-        block(result.stdout, ":unwatch counter * 10")[1:]
-    )
 
 
 def test_where_and_the_divergence_guard(ddptui: Runner) -> None:
