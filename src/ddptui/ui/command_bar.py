@@ -13,6 +13,9 @@ from textual.message import Message
 from textual.reactive import Reactive, reactive
 from textual.widgets import Input, Label
 
+BROADCAST_HINT = "pdb command for every target rank (n, s, c, p expr, @0,2 cmd, :ranks 0-1)"
+"""The command line's placeholder while it has the keys."""
+
 
 class CommandInput(Input):
     """An Input with a history on up/down, like a shell."""
@@ -68,9 +71,7 @@ class CommandBar(Horizontal):
     def compose(self) -> ComposeResult:
         """The indicator, then the input."""
         yield Label(id="mode")
-        yield CommandInput(
-            placeholder="pdb command for every target rank (n, s, c, p expr, @0,2 cmd, :ranks 0-1)"
-        )
+        yield CommandInput()
 
     def on_mount(self) -> None:
         """Draw the indicator once."""
@@ -96,8 +97,10 @@ class CommandBar(Horizontal):
             return
         if self.broadcast:
             label.update(f" BROADCAST → {self.target} ")
+            self.input.placeholder = BROADCAST_HINT
         else:
             label.update(f" TYPING → rank {self.focused_rank} ")
+            self.input.placeholder = f"F2: type here to broadcast to {self.target}"
         self.set_class(self.broadcast, "-broadcast")
         self.set_class(not self.broadcast, "-typing")
 

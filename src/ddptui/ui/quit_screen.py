@@ -2,29 +2,52 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label
 
+from ddptui.core.state import RankState
+from ddptui.ui.rank_bar import has_crashed
+
+ORDER = ("paused", "crashed", "waiting", "running", "starting", "exited")
+"""The order the question lists live ranks in: the ones the user is looking at first."""
+
+
+def kind(state: RankState) -> str:
+    """What a live rank is doing, in one word: a crashed rank in post-mortem is `crashed`."""
+    if has_crashed(state):
+        return "crashed"
+    return str(state.phase.value)
+
+
+def question(states: tuple[RankState, ...]) -> str:
+    """`End 2 paused, 1 crashed, 1 running rank(s) and quit?`."""
+    counts = Counter(kind(state) for state in states)
+    words = [f"{counts[name]} {name}" for name in ORDER if counts[name]]
+    return f"End {', '.join(words)} rank(s) and quit?"
+
 
 class QuitScreen(ModalScreen[bool]):
-    """Asks before ending live ranks; y/Enter confirms, n/Escape cancels."""
+    """Asks before ending live ranks, saying what they are doing; y/Enter confirms, n/Escape cancels."""
 
     BINDINGS = [
         Binding("y", "answer(True)", "Quit", show=False),
         Binding("n,escape", "answer(False)", "Cancel", show=False),
     ]
 
-    def __init__(self, alive: int) -> None:
+    def __init__(self, states: tuple[RankState, ...]) -> None:
+        """Ask about ending the live ranks whose states are `states`."""
         super().__init__()
-        self.alive = alive
+        self.states = states
 
     def compose(self) -> ComposeResult:
         """Question and two buttons."""
         with Grid(id="quit-dialog"):
-            yield Label(f"{self.alive} rank(s) still running. End them all and quit? [y/n]", id="question")
+            yield Label(f"{question(self.states)} [y/n]", id="question", markup=False)
             yield Button("Quit (y)", variant="error", id="quit")
             yield Button("Cancel (n)", variant="primary", id="cancel")
 
