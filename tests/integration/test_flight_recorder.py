@@ -121,6 +121,11 @@ def test_flight_recorder_taken_while_blocked_names_the_hang(tmp_path: Path) -> N
         f"hang: rank 1 is missing from collective #3 all_reduce [3] float32 ({at('hang')}); "
         f"rank 1 completed #2 and is at {at('hang_sleep')} in sleep"
     ]
+    # torch's own analyzer agrees, on the dumps write_fr_trace() repaired for it
+    assert job[0]["trace_error"] is None and job[1]["trace_error"] is None
+    analyzer = [sys.executable, "-m", "torch.distributed.flight_recorder.fr_trace", str(tmp_path / "traces")]
+    report = subprocess.run(analyzer, capture_output=True, text=True, timeout=JOB_TIMEOUT)
+    assert "missing ranks: {1}" in report.stdout + report.stderr  # it logs to stderr
 
 
 @pytest.mark.parametrize("wrappers", [False, True], ids=["flight_recorder", "wrappers"])

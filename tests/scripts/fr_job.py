@@ -28,11 +28,16 @@ RANK = int(os.environ["RANK"])
 
 
 def write_log(extra: dict[str, object] | None = None) -> None:
-    """Write this rank's collective log (and how long taking it took) where the test reads it."""
+    """Write this rank's collective log (and how long taking it took) where the test reads it, and its
+    Flight Recorder dump for torchfrtrace in FR_OUT/traces/.
+    """
     start = time.perf_counter()
     log = collectives.collective_log()
     took = time.perf_counter() - start
-    body = {"log": log, "ms": took * 1e3, **(extra or {})}
+    traces = os.path.join(os.environ["FR_OUT"], "traces")
+    os.makedirs(traces, exist_ok=True)
+    trace_error = collectives.write_fr_trace(os.path.join(traces, f"rank_{RANK}"))
+    body = {"log": log, "ms": took * 1e3, "trace_error": trace_error, **(extra or {})}
     path = os.path.join(os.environ["FR_OUT"], f"rank{RANK}.json")
     with open(path + ".tmp", "w") as out:
         json.dump(body, out)

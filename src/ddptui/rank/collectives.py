@@ -34,6 +34,8 @@ RING = 2000
 """Records the wrappers keep, like the Flight Recorder's default ring."""
 RETIRE_LAG = 0.005
 """Seconds to wait before looking again at a last entry the recorder still shows pending."""
+_dump_lock = threading.Lock()
+"""One dump at a time: two would race on torch's lazy-module set (see _inductor_left_unimported)."""
 
 DTYPES = {
     "Float": "float32",
@@ -117,15 +119,56 @@ def _from_flight_recorder(count: int | None) -> list[dict[str, Any]]:
 
 def _fr_entries() -> list[dict[str, Any]]:
     """The Flight Recorder's raw entries (with Python stacks where that is safe), oldest first."""
-    dump = getattr(sys.modules.get(C10D_C), "_dump_fr_trace", None)
-    if dump is None:
-        return []
-    with _inductor_left_unimported() as stacks:
-        # The pickle, not `_dump_fr_trace_json`: twice as fast, and only it has the Python stacks.
-        raw = dump(includeCollectives=True, includeStackTraces=stacks, onlyActive=False)
-    entries: list[dict[str, Any]] = pickle.loads(raw).get("entries") or []
+    entries: list[dict[str, Any]] = _fr_dump().get("entries") or []
     entries.sort(key=lambda entry: entry.get("record_id", 0))
     return entries
+
+
+def _fr_dump() -> dict[str, Any]:
+    """The Flight Recorder's whole dump; empty without one."""
+    dump = getattr(sys.modules.get(C10D_C), "_dump_fr_trace", None)
+    if dump is None:
+        return {}
+    with _dump_lock, _inductor_left_unimported() as stacks:
+        # The pickle, not `_dump_fr_trace_json`: twice as fast, and only it has the Python stacks.
+        raw = dump(includeCollectives=True, includeStackTraces=stacks, onlyActive=False)
+    trace: dict[str, Any] = pickle.loads(raw)
+    return trace
+
+
+def write_fr_trace(path: str) -> str | None:
+    """Write this rank's Flight Recorder dump as torchfrtrace reads it; None, or what went wrong.
+
+    torchfrtrace takes a directory of such files named `<prefix><rank>` (say `rank_0`), each the
+    pickled dump. Gloo dumps list one group config under the empty name, and torchfrtrace then
+    fails with `KeyError: ('0', 0)`: the configs are rebuilt from torch.distributed's own tables
+    (so while the process groups still exist), keyed by group name with `desc` and `ranks`.
+    """
+    try:
+        trace = _fr_dump()
+        if not trace:
+            return "this torch has no Flight Recorder"
+        trace["pg_config"] = _pg_configs() or trace.get("pg_config", {})
+        with open(path, "wb") as out:
+            pickle.dump(trace, out)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def _pg_configs() -> dict[str, dict[str, str]]:
+    """`{name: {"name", "desc", "ranks": "[0, 1]"}}` for every live process group."""
+    world = getattr(sys.modules.get(C10D), "_world", None)
+    names: dict[Any, str] = getattr(world, "pg_names", {})
+    members: dict[Any, dict[int, int]] = getattr(world, "pg_group_ranks", {})
+    return {
+        str(name): {
+            "name": str(name),
+            "desc": str(getattr(pg, "group_desc", "")),
+            "ranks": str(sorted(members.get(pg, {}))),
+        }
+        for pg, name in names.items()
+    }
 
 
 @contextlib.contextmanager
@@ -264,6 +307,8 @@ _counters: dict[tuple[str, bool], int] = {}
 _counter_lock = threading.Lock()
 _originals: dict[str, Any] = {}
 _dtype_names: dict[Any, str] = {}
+_inside = threading.local()
+"""`call` is True on a thread while a wrapped function runs."""
 
 
 def _from_wrappers(count: int | None) -> list[dict[str, Any]]:
@@ -351,14 +396,19 @@ def _wrap(name: str, original: Callable[..., Any], param: str | None) -> Callabl
 
     @functools.wraps(original)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if getattr(_inside, "call", False):  # `send` runs `isend`: one user call, one record
+            return original(*args, **kwargs)
         record = _issue(
             name, p2p, _argument(args, kwargs, param, at), _argument(args, kwargs, "group", at_group)
         )
+        _inside.call = True
         try:
             result = original(*args, **kwargs)
         except BaseException:
             record["state"] = "failed"
             raise
+        finally:
+            _inside.call = False
         _finish(record, result)
         return result
 
