@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
+import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,7 @@ from ddptui.core.collectives import (
     verdict_lines,
 )
 from ddptui.core.state import RankState
+from ddptui.rank import collectives as rank_side
 from ddptui.rank.protocol import Frame
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -388,3 +392,148 @@ def test_table_per_group_and_long_cells_cut() -> None:
     assert lines[1:3] == ["  seq  ranks 0-1", "   #1  all_gather [1024,1024,3],[1024,1024,3],[102…"]
     assert lines[3:] == ["group 1", "  seq  rank 0", "   #1  all_reduce [3] float32 train.py:10"]
     assert collectives_table(logs, 0) == ["group 0", "  seq  ranks 0-1", "group 1", "  seq  rank 0"]
+
+
+# -- the rank side, without torch ------------------------------------------------------------------
+
+RAW_ENTRY = {  # one entry of torch 2.13's pickled Flight Recorder dump on gloo, with its stack
+    "frames": [
+        {
+            "name": "all_reduce",
+            "filename": "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py",
+            "line": 3245,
+        },
+        {
+            "name": "wrapper",
+            "filename": "/venv/lib/python3.11/site-packages/torch/distributed/c10d_logger.py",
+            "line": 83,
+        },
+        {"name": "main", "filename": "/job/train.py", "line": 9},
+        {"name": "<module>", "filename": "/job/train.py", "line": 26},
+    ],
+    "record_id": 0,
+    "pg_id": 0,
+    "process_group": ("0", "default_pg"),
+    "collective_seq_id": 1,
+    "p2p_seq_id": 0,
+    "op_id": 1,
+    "profiling_name": "gloo:all_reduce",
+    "input_sizes": [[3]],
+    "input_dtypes": ["Float"],
+    "output_sizes": [[3]],
+    "output_dtypes": ["Float"],
+    "state": "scheduled",
+    "retired": False,
+    "is_p2p": False,
+}
+
+
+def test_a_flight_recorder_entry_becomes_a_record() -> None:
+    record = rank_side._fr_record(RAW_ENTRY)
+    assert record == {
+        "seq": 1,
+        "op": "all_reduce",
+        "raw_op": "gloo:all_reduce",
+        "pg": "0",
+        "pg_desc": "default_pg",
+        "shapes": [[3]],
+        "dtypes": ["float32"],
+        "out_shapes": [[3]],
+        "out_dtypes": ["float32"],
+        "state": "issued",
+        "p2p": False,
+        "site": ["/job/train.py", 9, "main"],
+        "source": "flight_recorder",
+    }
+    assert json.loads(json.dumps(record)) == record
+    assert Record.from_json(record).describe() == "all_reduce [3] float32 (train.py:9)"
+    assert rank_side._fr_record(dict(RAW_ENTRY, retired=True))["state"] == "completed"
+
+
+def test_without_torch_distributed_there_is_nothing_to_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(sys.modules, rank_side.C10D, raising=False)
+    assert rank_side.collective_log() == []
+
+
+class FakeTensor:
+    """What the wrappers read of a tensor."""
+
+    def __init__(self, *shape: int) -> None:
+        self.shape = shape
+        self.dtype = "torch.float32"
+
+
+class FakeGroup:
+    """What the wrappers read of a process group."""
+
+    def __init__(self, name: str) -> None:
+        self.group_name = name
+        self.group_desc = "default_pg" if name == "0" else "undefined"
+
+
+def fake_c10d() -> types.ModuleType:
+    """A stand-in for torch.distributed.distributed_c10d with torch's signatures."""
+    module = types.ModuleType(rank_side.C10D)
+    world = FakeGroup("0")
+
+    def all_reduce(
+        tensor: FakeTensor, op: object = None, group: object = None, async_op: bool = False
+    ) -> None:
+        if tensor.shape == (13,):
+            raise RuntimeError("Connection closed by peer")
+
+    def isend(tensor: FakeTensor, dst: int | None = None, group: object = None, tag: int = 0) -> None:
+        return None
+
+    def send(tensor: FakeTensor, dst: int | None = None, group: object = None, tag: int = 0) -> None:
+        module.isend(tensor, dst, group, tag)  # torch 2.13's send runs isend
+
+    def barrier(group: object = None, async_op: bool = False, device_ids: object = None) -> None:
+        return None
+
+    module.__dict__.update(all_reduce=all_reduce, isend=isend, send=send, barrier=barrier)
+    module.__dict__["_get_default_group"] = lambda: world
+    return module
+
+
+@pytest.fixture
+def wrapped(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
+    """The fake c10d with the wrappers installed; everything undone after."""
+    module = fake_c10d()
+    monkeypatch.setitem(sys.modules, rank_side.C10D, module)
+    monkeypatch.delitem(sys.modules, rank_side.C10D_C, raising=False)
+    monkeypatch.delitem(sys.modules, "torch.distributed", raising=False)
+    assert rank_side.install_wrappers()
+    yield module
+    rank_side.uninstall_wrappers()
+    rank_side._log.clear()
+    rank_side._counters.clear()
+
+
+def test_wrappers_record_seq_shapes_sites_and_states(wrapped: types.ModuleType) -> None:
+    wrapped.all_reduce(FakeTensor(3))
+    here = sys._getframe().f_lineno - 1
+    wrapped.all_reduce(FakeTensor(2, 2), group=FakeGroup("1"))
+    wrapped.barrier()
+    with pytest.raises(RuntimeError):
+        wrapped.all_reduce(FakeTensor(13))
+    wrapped.send(FakeTensor(4), 1)
+    log = rank_side.collective_log()
+    assert [(e["seq"], e["op"], e["pg"], e["shapes"], e["dtypes"], e["state"], e["p2p"]) for e in log] == [
+        (1, "all_reduce", "0", [[3]], ["float32"], "completed", False),
+        (1, "all_reduce", "1", [[2, 2]], ["float32"], "completed", False),
+        (2, "barrier", "0", [], [], "completed", False),
+        (3, "all_reduce", "0", [[13]], ["float32"], "failed", False),
+        (1, "send", "0", [[4]], ["float32"], "completed", True),  # one record: its inner isend is not another
+    ]
+    assert log[0]["site"] == [__file__, here, "test_wrappers_record_seq_shapes_sites_and_states"]
+    assert rank_side.collective_log(2) == log[-2:]
+    assert rank_side.collective_log(0) == []
+
+
+def test_wrappers_come_off_again(wrapped: types.ModuleType) -> None:
+    wrapper = wrapped.all_reduce
+    rank_side.uninstall_wrappers()
+    assert wrapped.all_reduce is wrapper.__wrapped__
+    wrapped.all_reduce(FakeTensor(3))
+    assert rank_side.collective_log() == []

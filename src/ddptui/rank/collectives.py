@@ -288,7 +288,7 @@ OPS: dict[str, str | None] = {
     "all_gather": "tensor",
     "all_gather_into_tensor": "input_tensor",
     "gather": "tensor",
-    "scatter": "scatter_list",
+    "scatter": "tensor",  # the output: only the root passes a scatter_list
     "reduce_scatter": "input_list",
     "reduce_scatter_tensor": "input",
     "all_to_all": "input_tensor_list",
