@@ -15,6 +15,8 @@ import psutil
 import pytest
 from textual.pilot import Pilot
 
+from ddptui.core.targets import parse_ranks
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
@@ -135,9 +137,25 @@ def ddptui(tmp_path: Path) -> Runner:
 
 
 def rank_lines(stdout: str, rank: int) -> list[str]:
-    """The `[rank N] ` lines of a batch transcript, prefix removed."""
-    prefix = f"[rank {rank}] "
-    return [line[len(prefix) :] for line in stdout.splitlines() if line.startswith(prefix)]
+    """What rank N printed in a batch transcript: its `[rank N] ` lines and the collapsed
+    `[ranks 0-2,5] ` lines that include it, prefix removed."""
+    found = []
+    for line in stdout.splitlines():
+        tag, sep, text = line.partition("] ")
+        if sep and rank in tagged_ranks(tag + "]"):
+            found.append(text)
+    return found
+
+
+def tagged_ranks(tag: str) -> frozenset[int]:
+    """The ranks of a `[rank 3]` / `[ranks 0-2,5]` tag; empty for anything else."""
+    for prefix in ("[rank ", "[ranks "):
+        if tag.startswith(prefix) and tag.endswith("]"):
+            try:
+                return parse_ranks(tag[len(prefix) : -1], 1 << 20)
+            except ValueError:
+                return frozenset()
+    return frozenset()
 
 
 def summary(stdout: str) -> dict[int, str]:

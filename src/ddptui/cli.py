@@ -82,6 +82,11 @@ def build_parser() -> Parser:
         metavar="SECONDS",
         help="with --batch: end the whole run after SECONDS of wall-clock time (exit status 124)",
     )
+    add(
+        "--no-collapse",
+        action="store_true",
+        help="with --batch: one line per rank even when ranks print the same (default: [ranks 0-3] once)",
+    )
     add("--demo", action="store_true", help="run the bundled 4-rank CPU DDP example")
     add("-m", "--module", action="store_true", help="SCRIPT is a module name, as in python -m")
     add("--version", action="version", version=f"ddptui {__version__}")
@@ -148,13 +153,13 @@ def check_script(path: str) -> None:
         ) from None
 
 
-async def run_batch(spec: LaunchSpec, source: str, timeout: float | None = None) -> int:
-    """Start the job and replay a batch file against it (for at most `timeout` seconds)."""
-    lines = batch_input.lines(source)
+async def run_batch(spec: LaunchSpec, options: argparse.Namespace) -> int:
+    """Start the job and replay a batch file against it (for at most `--timeout` seconds)."""
+    lines = batch_input.lines(options.batch)
     session = Session(spec)
     try:
         await session.start()
-        return await batch.run(session, lines, timeout=timeout)
+        return await batch.run(session, lines, timeout=options.timeout, collapse=not options.no_collapse)
     finally:
         await session.close()
 
@@ -190,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         if options.batch is not None:
-            return asyncio.run(_guarded_batch(spec, options.batch, options.timeout))
+            return asyncio.run(_guarded_batch(spec, options))
         from ddptui.ui.app import run_app
 
         return int(run_app(Session(spec)))
@@ -208,6 +213,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 70
 
 
-async def _guarded_batch(spec: LaunchSpec, source: str, timeout: float | None) -> int:
+async def _guarded_batch(spec: LaunchSpec, options: argparse.Namespace) -> int:
     """run_batch under the signal guard."""
-    return await guarded(asyncio.ensure_future(run_batch(spec, source, timeout)))
+    return await guarded(asyncio.ensure_future(run_batch(spec, options)))

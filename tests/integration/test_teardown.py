@@ -11,7 +11,7 @@ import threading
 import time
 
 import pytest
-from conftest import EXAMPLES, ROOT, SCRIPTS, Runner, wait_for
+from conftest import EXAMPLES, ROOT, SCRIPTS, Runner, tagged_ranks, wait_for
 
 
 class Started:
@@ -22,7 +22,7 @@ class Started:
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.seen: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
-        while sum(line.startswith("[rank ") for line in self.seen) < ready_lines:
+        while sum(len(tagged_ranks(line.split("] ")[0] + "]")) for line in self.seen) < ready_lines:
             self._take(timeout=60)
 
     def _read(self) -> None:

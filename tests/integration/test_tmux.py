@@ -89,7 +89,7 @@ def test_new_user_walkthrough(tmux: type[Tmux], ddptui: Runner) -> None:
         lambda: any(line.startswith("│0 ") and "││1 " in line for line in term.screen().splitlines()), 30
     ), term.screen()
     term.keys("q", "Enter")
-    assert term.shows("End them all and quit?", 5)
+    assert term.shows("End 2 paused rank(s) and quit?", 5)
     term.keys("y")
     assert term.exit_status() == 1
     assert wait_for(lambda: not ddptui.leftovers(), 5)

@@ -148,7 +148,12 @@ async def test_divergence_crash_and_terminal_size_are_shown() -> None:
         where = "tests/scripts/diverge.py"
         assert f"ranks diverge: 0 at {where}:10 · 1-2 at {where}:13" in str(bar.render())
         assert bar.has_class("-diverged")
-        await pilot.press("f5")
+        await pilot.press("f5")  # held back by the divergence guard
+        await until(
+            pilot, lambda: any("!c sends anyway" in line for line in application.command_log.lines_text())
+        )
+        assert all(r.state.at_prompt for r in application.session.ranks)
+        await pilot.press("f2", *"!c", "enter")
         await until(pilot, lambda: "crashed ValueError" in str(bar.render()))
         pane = application.query_one("#rank-2", RankPane)
         assert pane.has_class("-crashed") and "ValueError: rank 2 is unhappy" in screen_text(application, 2)

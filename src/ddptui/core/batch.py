@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from typing import TextIO
 
 from ddptui.core import commands
+from ddptui.core.answers import answer_lines, tagged
 from ddptui.core.batch_input import BatchInputError
 from ddptui.core.session import Session
 from ddptui.core.state import RankState
@@ -25,29 +26,30 @@ def _size(count: int) -> str:
 
 
 class Transcript:
-    """Prints each rank's new terminal lines, tagged `[rank N] `, without echoes and prompts."""
+    """Prints each rank's new terminal lines, tagged `[rank N] `, without echoes and prompts.
 
-    def __init__(self, session: Session, out: TextIO) -> None:
+    Ranks that printed the same lines are printed once, tagged `[ranks 0-3] `, unless `collapse`
+    is False (`--no-collapse`).
+    """
+
+    def __init__(self, session: Session, out: TextIO, collapse: bool = True) -> None:
         self.session = session
         self.out = out
+        self.collapse = collapse
         self._printed = [0] * len(session.ranks)
 
     def flush(self, echo: dict[int, str] | None = None) -> None:
-        """Print what every rank printed since the last flush, in rank order."""
+        """Print what every rank printed since the last flush, identical answers once (`[ranks 0-3]`)."""
+        per_rank: dict[int, list[str]] = {}
         for rank in self.session.ranks:
             dropped, data = rank.output.since_with_gap(self._printed[rank.index])
             self._printed[rank.index] = rank.output.end
+            lines = answer_lines(data, rank.prompt, (echo or {}).get(rank.index))
             if dropped:
-                print(f"[rank {rank.index}] ... {_size(dropped)} not shown ({LOST_HINT})", file=self.out)
-            lines = terminal_lines(data)
-            command = (echo or {}).get(rank.index)
-            if command is not None and lines and lines[0].strip() == command:
-                lines = lines[1:]
-            prompt = rank.prompt.decode(errors="replace").rstrip()
-            if lines and lines[-1].rstrip() == prompt:
-                lines = lines[:-1]
-            for line in lines:
-                print(f"[rank {rank.index}] {line}", file=self.out)
+                lines.insert(0, f"... {_size(dropped)} not shown ({LOST_HINT})")
+            per_rank[rank.index] = lines
+        for line in tagged(per_rank, self.collapse):
+            print(line, file=self.out)
         self.out.flush()
 
     def note(self, text: str) -> None:
@@ -67,14 +69,18 @@ def exit_status(states: list[RankState]) -> int:
 
 
 async def run(
-    session: Session, lines: AsyncIterator[str], out: TextIO = sys.stdout, timeout: float | None = None
+    session: Session,
+    lines: AsyncIterator[str],
+    out: TextIO = sys.stdout,
+    timeout: float | None = None,
+    collapse: bool = True,
 ) -> int:
     """Run a batch script against a started session; returns the exit status.
 
     However it ends (end of input, `:quit`, `timeout` seconds passing, a signal cancelling it),
     the ranks are ended and each rank's last state is printed.
     """
-    transcript = Transcript(session, out)
+    transcript = Transcript(session, out, collapse)
     for notice in session.notices:
         transcript.note(notice)
     session.on_notice.append(transcript.note)

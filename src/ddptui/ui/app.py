@@ -25,7 +25,7 @@ from ddptui.core.batch import exit_status
 from ddptui.core.launch import LaunchError, check_port
 from ddptui.core.session import Session
 from ddptui.core.state import RankState
-from ddptui.core.targets import TargetError, format_ranks
+from ddptui.core.targets import Line, TargetError, format_ranks
 from ddptui.core.text import inert
 from ddptui.ui.command_bar import CommandBar
 from ddptui.ui.command_log import CommandLog
@@ -64,6 +64,7 @@ class DdptuiApp(App[int]):
         Binding("f8", "skip", "Skip this breakpoint()", priority=True),
         Binding("f3", "focus_rank(-1)", "Prev rank", priority=True),
         Binding("f4", "focus_rank(1)", "Next rank", priority=True),
+        Binding("f6", "focus_rank(1, True)", "Crashed rank", priority=True),
         Binding("ctrl+q", "quit", "Quit", priority=True),
     ]
 
@@ -155,15 +156,25 @@ class DdptuiApp(App[int]):
         self.command_log.show(commands.Result((line,), error=True))
 
     def _rank_state(self, rank: int, state: RankState) -> None:
-        """Show a rank's new state in the bar and on its pane (none once the app is closing)."""
+        """Show a rank's new state in the bar and on its pane; a rank that crashes gets the keys."""
         bar = self.rank_bar
+        before = bar.crashed
         states = list(bar.states)
         states[rank] = state
         bar.states = tuple(states)
         pane = self.pane(rank)
         pane.border_title = Text(inert(f"rank {rank} · {state.describe()}"))
         pane.set_class(not state.alive, "-exited")
-        pane.set_class(state.crash is not None, "-crashed")
+        pane.set_class(rank in bar.crashed, "-crashed")
+        if rank in before or rank not in bar.crashed or self._quitting:
+            return
+        # Keys being typed on the command line, or into another post-mortem, must not land in this
+        # rank's pdb halfway through a line: say it instead.
+        if self.broadcasting or self.focused_rank in before:
+            line = f"rank {rank} {state.describe()} · F6 goes to its pane"
+            self.command_log.show(commands.Result((inert(line),), error=True))
+        else:
+            self.action_focus_rank(0, crashed=True)
 
     def _show_flight(self) -> None:
         """Show which ranks the broadcast in flight still waits for."""
@@ -202,7 +213,7 @@ class DdptuiApp(App[int]):
         if parsed.kind == "ddptui":
             self.ddptui_command(parsed.text)
         elif parsed.kind == "pdb":
-            self.broadcast(parsed.text, parsed.targets)
+            self.broadcast(parsed)
 
     @work(group="commands")
     async def ddptui_command(self, text: str) -> None:
@@ -218,22 +229,17 @@ class DdptuiApp(App[int]):
             self.action_quit()
 
     @work(group="broadcast")
-    async def broadcast(self, command: str, targets: frozenset[int] | None = None) -> None:
+    async def broadcast(self, line: Line) -> None:
         """Send a pdb command to the target ranks in lockstep (queued behind one in flight)."""
         if not self.session.ranks or self._quitting:
             return
-        if not self.session.live(targets):
-            self.command_log.show(commands.Result(("no live rank to send it to",), error=True))
-            return
-        result = await self.session.broadcast(command, targets)
-        for index, why in result.skipped.items():
-            line = f"{command} not sent to rank {index}, not at a prompt ({why})"
-            self.command_log.show(commands.Result((line,), error=True))
+        _, said = await commands.send(self.session, line)
+        self.command_log.show(said)
 
     # -- actions ----------------------------------------------------------------------------
     def action_step(self, command: str) -> None:
         """Broadcast a stepping command to the target ranks."""
-        self.broadcast(command, None)
+        self.broadcast(Line("pdb", command))
 
     def action_skip(self) -> None:
         """`:skip`: the breakpoint() where the target ranks stand stops no more."""
@@ -246,16 +252,26 @@ class DdptuiApp(App[int]):
         else:
             self.command_bar.input.focus()
 
-    def action_focus_rank(self, delta: int) -> None:
-        """Type into the previous/next rank, paging when it is not shown."""
-        rank = (self.focused_rank + delta) % self.spec.nproc if not self.broadcasting else self.focused_rank
+    def action_focus_rank(self, delta: int, crashed: bool = False) -> None:
+        """Type into the previous/next rank, paging when it is not shown.
+
+        With `crashed`, among crashed ranks only: from a pane of one, the next; else the first.
+        """
+        ranks = self.rank_bar.crashed if crashed else list(range(self.spec.nproc))
+        if not ranks:
+            self.command_log.show(commands.Result(("no rank has crashed",)))
+            return
+        if self.broadcasting or self.focused_rank not in ranks:
+            rank = ranks[0] if crashed else self.focused_rank
+        else:
+            rank = ranks[(ranks.index(self.focused_rank) + delta) % len(ranks)]
         if rank // PAGE_SIZE != self.page:
             self.show_page(rank // PAGE_SIZE)
         self.call_after_refresh(self.pane(rank).focus)
 
     def action_quit(self) -> None:  # type: ignore[override]
-        """Quit, asking first while ranks are alive."""
-        alive = len(self.session.live(range(self.spec.nproc)))
+        """Quit, asking first while ranks are alive (saying what each is doing)."""
+        alive = tuple(rank.state for rank in self.session.live(range(self.spec.nproc)))
         if not alive:
             self.shutdown()
             return
