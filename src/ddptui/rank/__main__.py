@@ -17,7 +17,7 @@ import threading
 import traceback
 from typing import IO, Any
 
-from ddptui.rank import debugger, fatal
+from ddptui.rank import collectives, debugger, fatal
 from ddptui.rank.link import link
 from ddptui.rank.protocol import STATE_DIR_ENV, Crashed, Exited, Frame, Identity
 
@@ -95,6 +95,7 @@ def run(argv: list[str]) -> int:
     state_dir = os.environ.get(STATE_DIR_ENV)
     if state_dir:
         fatal.install(os.path.join(state_dir, f"fatal-{rank}.txt"))
+    collectives.install_wrappers_on_import()
     link.connect(identity(rank))
     try:
         if argv[0] == "-m":
@@ -118,7 +119,8 @@ def run(argv: list[str]) -> int:
 def main() -> None:
     """Entry point: run, report `exited`, and exit with the script's status."""
     code = run(sys.argv[1:])
-    link.send(Exited(code))
+    record = collectives.collective_log() if "torch.distributed" in sys.modules else None
+    link.send(Exited(code, record))
     sys.stdout.flush()
     sys.exit(code)
 

@@ -171,10 +171,11 @@ class Crashed(Message):
 
 @dataclass(frozen=True)
 class Exited(Message):
-    """The user's code finished; the process exits with `code`."""
+    """The user's code finished; the process exits with `code`. `collectives`: its collective log."""
 
     KIND: ClassVar[str] = "exited"
     code: int
+    collectives: Any = None
 
 
 @dataclass(frozen=True)
