@@ -89,18 +89,20 @@ async def run(
         async with asyncio.timeout(timeout):
             await replay(session, lines, transcript)
             await session.wait_settled(range(len(session.ranks)))
+            await session.verdicts.settle()
     except TimeoutError:
         timed_out = True
         transcript.note(f"--timeout {timeout:g} s reached: ending every rank")
     finally:
         await session.close()
         transcript.flush()
-        for rank in session.ranks:
-            print(f"rank {rank.index}: {inert(rank.state.describe())}", file=out)
-            if hint := rank.hint():
-                print(f"  hint: {hint}", file=out)
+        for line in session.summary():
+            print(line, file=out)
         out.flush()
-    return TIMED_OUT if timed_out else exit_status([rank.state for rank in session.ranks])
+    if timed_out:
+        return TIMED_OUT
+    status = exit_status([rank.state for rank in session.ranks])
+    return 1 if status == 0 and session.verdicts.mismatched else status
 
 
 async def replay(session: Session, lines: AsyncIterator[str], transcript: Transcript) -> None:

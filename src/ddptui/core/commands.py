@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
+from ddptui.core.collectives import collectives_table
 from ddptui.core.compare import Answer, Comparison, compare
 from ddptui.core.session import Broadcast, Session
 from ddptui.core.state import Phase
@@ -239,6 +240,24 @@ async def _where(session: Session, arg: str) -> Result:
     lines = [f"{len(ordered)} distinct location(s)" if len(ordered) > 1 else "every target rank is together"]
     for where, ranks in ordered:
         lines.append(f"{'ranks ' + format_ranks(ranks):<{width}} │ {where} ({len(ranks)})")
+    return Result(tuple(lines))
+
+
+@command(
+    "collectives",
+    "coll",
+    usage=":collectives [N]",
+    help="the last N (default 10) collectives of every rank side by side, differing rows marked",
+)
+async def _collectives(session: Session, arg: str) -> Result:
+    """The table, then any verdict the logs support."""
+    if arg and not arg.isdigit():
+        return Result((f"usage: {COMMANDS['collectives'].usage}",), error=True)
+    logs = await session.verdicts.refresh()
+    if not any(logs.values()):
+        return Result(("no collective recorded yet (has the job called init_process_group?)",))
+    lines = collectives_table(logs, int(arg or 10))
+    lines += [str(verdict) for verdict in await session.verdicts.check()]
     return Result(tuple(lines))
 
 

@@ -11,10 +11,11 @@ from collections.abc import Callable
 
 from ddptui.core.hints import hint_for
 from ddptui.core.output import OutputLog
+from ddptui.core.rootcause import failed
 from ddptui.core.stacks import is_library
 from ddptui.core.state import Crash, Frame, Phase, RankState
 from ddptui.core.transport import RankTransport
-from ddptui.rank.protocol import Crashed, Identity, Message, Paused, Running
+from ddptui.rank.protocol import Crashed, Exited, Identity, Message, Paused, Running
 
 _TRAILING_ESCAPES = re.compile(rb"(?:\x1b\[[0-?]*[ -/]*[@-~]|\x1b[=>])*\Z")
 PROMPT_GRACE = 1.0
@@ -43,6 +44,10 @@ class Rank:
         self.paused_at = 0.0
         self.input_mark = 0
         """Output offset when input was last sent: a prompt before it is an old one."""
+        self.failed_at: float | None = None
+        """When the core learnt the rank failed (its exception, or a non-zero exit)."""
+        self.final_collectives: list[object] | None = None
+        """The collective log the rank sent as it exited."""
         self.fatal_dump: Callable[[], str | None] = lambda: None
         """Where the rank died of a fatal signal, asked when it is killed by one."""
         self._on_change = on_change
@@ -62,6 +67,8 @@ class Rank:
         """Replace the state and tell the session (only when it changed)."""
         if state == self.state:
             return
+        if self.failed_at is None and failed(state):
+            self.failed_at = time.monotonic()
         if state.phase is not self.state.phase:
             self.phase_since = time.monotonic()
         self.state = state
@@ -76,6 +83,8 @@ class Rank:
             self._set(self.state.paused(message.frame, message.post_mortem))
         elif isinstance(message, Running):
             self.resumed()
+        elif isinstance(message, Exited):
+            self.final_collectives = message.collectives if isinstance(message.collectives, list) else None
         elif isinstance(message, Crashed):
             self._set(self.state.crashed(Crash(message.type, message.message, crash_site(message.frames))))
 

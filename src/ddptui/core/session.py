@@ -19,10 +19,13 @@ from ddptui.core.fatal import fatal_site
 from ddptui.core.local import LocalJob, LocalRank, SpawnError
 from ddptui.core.logs import SessionLog
 from ddptui.core.rank import Rank
+from ddptui.core.rootcause import ROOT, Failure, tags
 from ddptui.core.stalls import IDLE_WINDOW, StallWatch
-from ddptui.core.state import RankState
-from ddptui.core.targets import Line, format_ranks, parse_line, parse_ranks
+from ddptui.core.state import Phase, RankState
+from ddptui.core.targets import EXECUTION_COMMANDS, Line, format_ranks, parse_line, parse_ranks
+from ddptui.core.text import inert
 from ddptui.core.transport import RequestError
+from ddptui.core.verdicts import VerdictWatch
 from ddptui.rank.protocol import Hello, Reply
 
 TICK = 0.1
@@ -85,6 +88,8 @@ class Session:
         self._tasks: set[asyncio.Task[None]] = set()
         self._closing = False
         self._stalls = StallWatch(spec.stall_timeout)
+        self.verdicts = VerdictWatch(self, self.log)
+        """What the ranks' collectives say went wrong (hangs, deadlocks, mismatches)."""
         self._log: SessionLog | None = None
 
     @property
@@ -171,9 +176,11 @@ class Session:
         self._notify()
 
     def _state_changed(self, rank: Rank) -> None:
-        """Tell the front ends, wake the waiters."""
+        """Tell the front ends, wake the waiters; a rank found waiting or gone gets its collectives read."""
         for callback in self.on_state:
             callback(rank.index, rank.state)
+        if (rank.state.phase is Phase.WAITING or not rank.state.alive) and not self._closing:
+            self.verdicts.trigger()
         self._notify()
 
     def _notify(self) -> None:
@@ -288,6 +295,8 @@ class Session:
             finally:
                 self.outstanding, self.in_flight_command = frozenset(), ""
             result.replies = [Answer(r.index, r.output.since(start[r.index][0]), r.state) for r in ready]
+            if command.split()[0] in EXECUTION_COMMANDS:
+                self.verdicts.trigger()
             return result
 
     def _still_out(self, start: dict[int, tuple[int, int]]) -> frozenset[int]:
@@ -317,6 +326,19 @@ class Session:
             return ""
         return " · ".join(f"{format_ranks(ranks)} at {where}" for where, ranks in places.items())
 
+    def summary(self) -> list[str]:
+        """Each rank's last state, the root cause first and tagged, with hints under known failures."""
+        failures = [Failure(r.index, r.failed_at, r.state) for r in self.ranks if r.failed_at is not None]
+        marks = tags(failures, self.verdicts.found)
+        first = [r for r in self.ranks if marks.get(r.index) == ROOT]
+        lines = []
+        for rank in first + [r for r in self.ranks if r not in first]:
+            mark = f"  {marks[rank.index]}" if rank.index in marks else ""
+            lines.append(f"rank {rank.index}: {inert(rank.state.describe())}{mark}")
+            if hint := rank.hint():
+                lines.append(f"  hint: {hint}")
+        return lines
+
     def set_targets(self, spec: str) -> str:
         """`:ranks 0,2-3` / `:ranks all`: set the default target; returns a line for the user."""
         if spec.strip():
@@ -334,6 +356,7 @@ class Session:
         if self._closing:
             return
         self._closing = True
+        self.verdicts.cancel()
         for task in list(self._tasks):
             task.cancel()
         for rank in self.ranks:

@@ -350,6 +350,6 @@ def run_app(session: Session) -> int:
     app.session.kill_now()
     if app.return_code == 2 or status is None:
         return app.return_code or 1
-    for rank in app.session.ranks:
-        print(f"rank {rank.index}: {inert(rank.state.describe())}", file=sys.stdout)
+    for line in app.session.summary():
+        print(line, file=sys.stdout)
     return status

@@ -1,0 +1,83 @@
+"""Collective verdicts on real gloo ranks in batch mode: hang, deadlock, mismatch, early exit, root cause."""
+
+from __future__ import annotations
+
+from conftest import SCRIPTS, Runner, summary
+
+SCRIPT = SCRIPTS / "collective_bugs.py"
+WHERE = "tests/scripts/collective_bugs.py"
+
+
+def verdicts(stdout: str) -> list[str]:
+    """The verdict lines of a transcript."""
+    kinds = ("hang:", "deadlock:", "mismatch:", "early exit:", "skip:")
+    return [
+        line[len("ddptui: ") :]
+        for line in stdout.splitlines()
+        if line.startswith("ddptui: ") and line[8:].startswith(kinds)
+    ]
+
+
+def run(ddptui: Runner, scenario: str, commands: str = "", nproc: int = 2) -> tuple[int, str]:
+    """A scenario in batch mode."""
+    result = ddptui.run(
+        "--nproc-per-node",
+        str(nproc),
+        "--stall-timeout",
+        "2",
+        "--batch",
+        "-",
+        str(SCRIPT),
+        scenario,
+        stdin=commands,
+        timeout=120,
+    )
+    return result.returncode, result.stdout
+
+
+def test_a_rank_that_skips_a_collective_is_named_with_the_collective(ddptui: Runner) -> None:
+    code, out = run(ddptui, "skip")
+    assert verdicts(out) == [
+        f"hang: rank 1 is missing from collective #3 all_reduce [3] float32 ({WHERE}:24); "
+        f"rank 1 completed #2 and is at {WHERE}:23"
+    ]
+    assert code == 1
+
+
+def test_ranks_in_different_collectives_deadlock(ddptui: Runner) -> None:
+    _, out = run(ddptui, "deadlock")
+    assert verdicts(out) == [
+        f"deadlock: rank 0 waits in #2 all_reduce ({WHERE}:28); rank 1 waits in #2 barrier ({WHERE}:30)"
+    ]
+
+
+def test_mismatched_shapes_fail_the_job_even_when_every_rank_exits_0(ddptui: Runner) -> None:
+    code, out = run(ddptui, "mismatch")
+    assert verdicts(out) == [
+        f"mismatch: collective #1 all_reduce differs: rank 0 [3] float32 ({WHERE}:33), "
+        f"rank 1 [4] float32 ({WHERE}:33)"
+    ]
+    assert summary(out) == {0: "exited 0", 1: "exited 0"} and code == 1
+
+
+def test_a_rank_that_exits_early_is_the_cause(ddptui: Runner) -> None:
+    _, out = run(ddptui, "early")
+    assert verdicts(out)[0].startswith("early exit: rank 1 exited 0, but rank 0 ")
+    states = summary(out)
+    assert states[1] == "exited 0  ← root cause"
+    assert states[0].startswith("crashed RuntimeError: [") and states[0].endswith("(consequence of rank 1)")
+    assert out.splitlines().index("rank 1: exited 0  ← root cause") < out.splitlines().index(
+        f"rank 0: {states[0]}"
+    )
+
+
+def test_the_root_cause_leads_the_summary(ddptui: Runner) -> None:
+    _, out = run(ddptui, "crash", "@2 c\n", nproc=4)
+    last = [line for line in out.splitlines() if line.startswith("rank ")]
+    assert (
+        last[0]
+        == f"rank 2: crashed NameError: name 'undefined_name' is not defined ({WHERE}:45)  ← root cause"
+    )
+    consequences = [line for line in last[1:] if line.endswith("(consequence of rank 2)")]
+    assert consequences and all("RuntimeError: [" in line for line in consequences)  # gloo's peer errors
+    assert verdicts(out)[0].startswith("hang: rank 2 is missing from collective #2 all_reduce")
