@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 from conftest import SCRIPTS, Runner, summary
 
 SCRIPT = SCRIPTS / "collective_bugs.py"
@@ -81,3 +86,33 @@ def test_the_root_cause_leads_the_summary(ddptui: Runner) -> None:
     consequences = [line for line in last[1:] if line.endswith("(consequence of rank 2)")]
     assert consequences and all("RuntimeError: [" in line for line in consequences)  # gloo's peer errors
     assert verdicts(out)[0].startswith("hang: rank 2 is missing from collective #2 all_reduce")
+
+
+def test_log_dir_keeps_torchrun_error_files_and_flight_recorder_dumps(ddptui: Runner, tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    result = ddptui.run(
+        "--nproc-per-node",
+        "4",
+        "--stall-timeout",
+        "2",
+        "--log-dir",
+        str(logs),
+        "--batch",
+        "-",
+        str(SCRIPT),
+        "crash",
+        stdin="@2 c\n",
+        timeout=120,
+    )
+    error = json.loads((logs / "error-2.json").read_text())["message"]
+    assert error["message"] == "NameError: name 'undefined_name' is not defined"
+    assert f'File "{SCRIPT}", line 45, in <module>' in error["extraInfo"]["py_callstack"]
+    assert int(error["extraInfo"]["timestamp"]) > 0
+    assert json.loads((logs / "collectives-0.json").read_text())[0]["op"] == "all_reduce"
+    assert sorted(p.name for p in logs.glob("fr_trace_rank_*")) == [f"fr_trace_rank_{r}" for r in range(4)]
+    torchfrtrace = Path(sys.executable).parent / "torchfrtrace"
+    analysis = subprocess.run(
+        [str(torchfrtrace), str(logs), "-p", "fr_trace_rank_"], capture_output=True, text=True, timeout=60
+    )
+    assert "missing ranks: {2}" in analysis.stdout, analysis.stdout + analysis.stderr
+    assert result.returncode != 0

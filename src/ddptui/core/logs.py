@@ -87,6 +87,24 @@ class SessionLog:
         self._last[rank] = text
         self._write(self._events, f"{_stamp()} {text}\n".encode())
 
+    def keep(self, name: str, data: bytes) -> None:
+        """Write one more file into the directory, as safely as the logs; never raises."""
+        if not self._open:
+            return
+        try:
+            fd = _open_files(self.directory, [name])[0]
+        except LaunchError as exc:
+            self._said_once(str(exc))
+            return
+        self._write(fd, data)
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+    def _said_once(self, why: str) -> None:
+        """Report a file that could not be written (logging goes on)."""
+        if self._on_failure is not None:
+            self._on_failure(why)
+
     def close(self) -> None:
         """Close every file (the data is already written: nothing is buffered)."""
         if self._open:

@@ -46,6 +46,8 @@ class Rank:
         """Output offset when input was last sent: a prompt before it is an old one."""
         self.failed_at: float | None = None
         """When the core learnt the rank failed (its exception, or a non-zero exit)."""
+        self.crash_frames: tuple[Frame, ...] = ()
+        """The traceback of the rank's uncaught exception, outermost first."""
         self.final_collectives: list[object] | None = None
         """The collective log the rank sent as it exited."""
         self.fatal_dump: Callable[[], str | None] = lambda: None
@@ -86,6 +88,7 @@ class Rank:
         elif isinstance(message, Exited):
             self.final_collectives = message.collectives if isinstance(message.collectives, list) else None
         elif isinstance(message, Crashed):
+            self.crash_frames = message.frames
             self._set(self.state.crashed(Crash(message.type, message.message, crash_site(message.frames))))
 
     def linked(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import secrets
 import shutil
@@ -49,6 +50,17 @@ class Broadcast:
     replies: list[Answer] = field(default_factory=list)
     skipped: dict[int, str] = field(default_factory=dict)
     """Targeted ranks that were not at a prompt, with their state in words."""
+
+
+def error_file(rank: Rank) -> bytes:
+    """A torchrun error file (`TORCHELASTIC_ERROR_FILE`, as `@record` writes it) for a failed rank."""
+    crash, state = rank.state.crash, rank.state
+    message = f"{crash.type}: {crash.message}" if crash else state.describe()
+    stack = "".join(f'  File "{f.file}", line {f.line}, in {f.func}\n' for f in rank.crash_frames)
+    callstack = f"Traceback (most recent call last):\n{stack}{message}\n" if stack else message
+    when = int(time.time() - (time.monotonic() - (rank.failed_at or time.monotonic())))
+    info = {"py_callstack": callstack, "timestamp": str(when)}
+    return json.dumps({"message": {"message": message, "extraInfo": info}}, indent=2).encode()
 
 
 def _resolve(waiter: asyncio.Future[None]) -> None:
@@ -359,6 +371,9 @@ class Session:
         self.verdicts.cancel()
         for task in list(self._tasks):
             task.cancel()
+        if self._log is not None:  # the ranks about to be ended leave their collectives for the logs
+            linked = [r.index for r in self.live(range(len(self.ranks))) if r.transport.linked]
+            await self.ask("save_collectives", {}, linked, 3.0)
         for rank in self.ranks:
             rank.ending()
         if self._job is not None:
@@ -387,8 +402,26 @@ class Session:
             for transport in self._job.ranks:
                 transport.close()
 
+    def _keep_reports(self) -> None:
+        """Into --log-dir: torchrun-style `error-N.json` per failed rank, each rank's collective log
+        as JSON, and the Flight Recorder dumps the ranks left (torchfrtrace reads `fr_trace_rank_N`)."""
+        log = self._log
+        if log is None:
+            return
+        for rank in self.ranks:
+            if rank.failed_at is not None:
+                log.keep(f"error-{rank.index}.json", error_file(rank))
+            if records := self.verdicts.raw.get(rank.index):
+                log.keep(f"collectives-{rank.index}.json", json.dumps(records).encode())
+        with contextlib.suppress(OSError):
+            for name in sorted(os.listdir(self._dir)):
+                if name.startswith("fr_trace_rank_"):
+                    with open(os.path.join(self._dir, name), "rb") as trace:
+                        log.keep(name, trace.read())
+
     def _release(self) -> None:
-        """Stop the watchdog, remove the session's files, close the logs (blocking)."""
+        """Stop the watchdog, keep the reports, remove the session's files, close the logs (blocking)."""
+        self._keep_reports()
         if self._job is not None:
             self._job.release()
             self._job = None

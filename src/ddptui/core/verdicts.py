@@ -31,6 +31,8 @@ class VerdictWatch:
         """Every verdict said, in order."""
         self.logs: dict[int, list[Record]] = {}
         """The last collective log known of each rank."""
+        self.raw: dict[int, list[object]] = {}
+        """The same logs as the ranks sent them (JSON), for --log-dir."""
         self._say = say
         self._said: set[tuple[str, str, int, frozenset[int]]] = set()
         """Verdicts already said, by what they are about (their wording follows the ranks' states)."""
@@ -69,10 +71,12 @@ class VerdictWatch:
         session = self.session
         for rank in session.ranks:
             if rank.final_collectives is not None:
+                self.raw[rank.index] = rank.final_collectives
                 self.logs[rank.index] = parse_log(rank.final_collectives)
         asked = [r.index for r in session.live(range(len(session.ranks))) if r.transport.linked]
         for index, reply in (await session.ask("collectives", {}, asked, LOG_TIMEOUT)).items():
             if isinstance(reply, Reply) and reply.ok and isinstance(reply.value, list):
+                self.raw[index] = reply.value
                 self.logs[index] = parse_log(reply.value)
         return self.logs
 

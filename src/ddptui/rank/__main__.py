@@ -17,7 +17,7 @@ import threading
 import traceback
 from typing import IO, Any
 
-from ddptui.rank import collectives, debugger, fatal
+from ddptui.rank import collectives, debugger, fatal, requests
 from ddptui.rank.link import link
 from ddptui.rank.protocol import STATE_DIR_ENV, Crashed, Exited, Frame, Identity
 
@@ -60,6 +60,7 @@ def report_crash(exc: BaseException) -> None:
     sys.stderr.flush()
     frames = tuple(Frame(f.filename, f.lineno or 0, f.name) for f in traceback.extract_tb(tb))
     link.send(Crashed(type(exc).__name__, _message(exc), frames))
+    requests.save_collectives()
     if tb is not None:
         debugger.post_mortem(tb)
 
@@ -119,7 +120,10 @@ def run(argv: list[str]) -> int:
 def main() -> None:
     """Entry point: run, report `exited`, and exit with the script's status."""
     code = run(sys.argv[1:])
-    record = collectives.collective_log() if "torch.distributed" in sys.modules else None
+    record = None
+    if "torch.distributed" in sys.modules:
+        record = collectives.collective_log()
+        requests.save_collectives()
     link.send(Exited(code, record))
     sys.stdout.flush()
     sys.exit(code)

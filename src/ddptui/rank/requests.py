@@ -7,14 +7,15 @@ reply and its worker is left behind as a daemon. Nothing here blocks, kills or s
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import types
 from collections.abc import Callable
 from typing import Any
 
-from ddptui.rank import debugger
-from ddptui.rank.protocol import Frame, Message, Reply, Request, is_library
+from ddptui.rank import debugger, until
+from ddptui.rank.protocol import STATE_DIR_ENV, Frame, Message, Reply, Request, is_library
 
 REPR_LIMIT = 2000
 """Characters of a value's repr sent back at most."""
@@ -142,6 +143,17 @@ def collectives(args: dict[str, Any]) -> Any:
     return collective_log(int(last) if last is not None else None)
 
 
+def save_collectives() -> bool:
+    """`save_collectives`: leave the Flight Recorder's dump in the session directory (for --log-dir)."""
+    state_dir = os.environ.get(STATE_DIR_ENV)
+    if not state_dir or "torch.distributed" not in sys.modules:
+        return False
+    from ddptui.rank.collectives import write_fr_trace
+
+    path = os.path.join(state_dir, f"fr_trace_rank_{debugger.rank_number()}")
+    return write_fr_trace(path) is None
+
+
 def skip(args: dict[str, Any]) -> dict[str, Any]:
     """`skip`: change which hard-coded breakpoints stop; say where this rank's prompt came from.
 
@@ -166,5 +178,7 @@ HANDLERS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "stack": stacks,
     "collectives": collectives,
     "skip": skip,
+    "until_collective": until.handle,
+    "save_collectives": lambda args: save_collectives(),
 }
 """Request kinds and their handlers."""
