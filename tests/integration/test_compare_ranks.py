@@ -65,3 +65,37 @@ def test_where_and_the_divergence_guard(ddptui: Runner) -> None:
         "1-2 at tests/scripts/diverge.py:13); !n sends anyway"
     ]
     assert "-> if rank == world - 1:" in rank_lines(result.stdout.split("(ddptui) !n\n")[1], 0)
+
+
+def ddp_check(ddptui: Runner, scenario: str) -> list[str]:
+    """`:ddp-check` on a scenario of tests/scripts/ddp_checks.py (2 ranks)."""
+    result = ddptui.run(
+        "--stall-timeout",
+        "5",
+        "--batch",
+        "-",
+        str(SCRIPTS / "ddp_checks.py"),
+        scenario,
+        stdin=":ddp-check\nc\n",
+    )
+    return [*block(result.stdout, ":ddp-check"), result.stdout]
+
+
+def test_ddp_check_names_parameters_without_gradient_also_under_torchs_error(ddptui: Runner) -> None:
+    *said, out = ddp_check(ddptui, "unused")
+    unused = "unused.weight, unused.bias"
+    assert f"no gradient after backward on ranks 0-1: {unused}" in said[1]
+    assert "parameters: equal on every rank (4 compared)" in said
+    assert f"ddptui: DDP's 'Expected to have finished reduction' error: no gradient for {unused}" in out
+
+
+def test_ddp_check_finds_a_parameter_nudged_on_one_rank(ddptui: Runner) -> None:
+    *said, _ = ddp_check(ddptui, "nudged")
+    assert "parameter used.bias differs across ranks: rank 0 | rank 1 (1 of 4 differ)" in said
+    assert "gradients: equal on every rank (2 compared)" in said
+
+
+def test_ddp_check_finds_gradients_that_differ(ddptui: Runner) -> None:
+    *said, _ = ddp_check(ddptui, "grads")
+    assert "parameters: equal on every rank (4 compared)" in said
+    assert "gradient used.weight differs across ranks: rank 0 | rank 1 (1 of 2 differ)" in said

@@ -89,7 +89,7 @@ async def run(
         async with asyncio.timeout(timeout):
             await replay(session, lines, transcript)
             await session.wait_settled(range(len(session.ranks)))
-            await session.verdicts.settle()
+            await session.settle()
     except TimeoutError:
         timed_out = True
         transcript.note(f"--timeout {timeout:g} s reached: ending every rank")

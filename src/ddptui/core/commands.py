@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ddptui.core.collectives import collectives_table
 from ddptui.core.compare import Answer, Comparison, compare
+from ddptui.core.ddp_check import ddp_check
 from ddptui.core.session import Broadcast, Session
 from ddptui.core.state import Phase
 from ddptui.core.targets import Line, TargetError, format_ranks
@@ -259,6 +260,19 @@ async def _collectives(session: Session, arg: str) -> Result:
     lines = collectives_table(logs, int(arg or 10))
     lines += [str(verdict) for verdict in await session.verdicts.check()]
     return Result(tuple(lines))
+
+
+@command(
+    "ddp-check",
+    usage=":ddp-check",
+    help="DDP modules across ranks: parameters, buffers, gradients compared; parameters with no gradient",
+)
+async def _ddp_check(session: Session, arg: str) -> Result:
+    """Compare the DDP replicas of the paused target ranks."""
+    paused = [rank.index for rank in session.live() if rank.state.at_prompt]
+    if not paused:
+        return Result(("no target rank is at a prompt",), error=True)
+    return Result(tuple(await ddp_check(session, paused)))
 
 
 @command("quit", "q", "exit", usage=":quit", help="end every rank and leave")

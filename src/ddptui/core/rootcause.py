@@ -84,6 +84,9 @@ def tags(failures: Sequence[Failure], verdicts: Iterable[Verdict] = ()) -> dict[
     says it all.
     """
     verdicts = list(verdicts)
+    causes = {str(f.state.crash).rsplit(" (", 1)[0] for f in failures if not f.consequence}
+    if len(causes) == 1 and sum(not f.consequence for f in failures) > 1:
+        return {}  # several ranks failed the same way on their own: no rank is the cause of the others
     root = root_cause(failures, verdicts)
     if root is None or (len(failures) == 1 and failures[0].rank == root):
         return {}

@@ -16,6 +16,7 @@ from typing import Any
 from ddptui.core import launch
 from ddptui.core.channel import ChannelServer, Connection
 from ddptui.core.compare import Comparison
+from ddptui.core.ddp_check import UNUSED_ERROR, explain_unused
 from ddptui.core.fatal import fatal_site
 from ddptui.core.local import LocalJob, LocalRank, SpawnError
 from ddptui.core.logs import SessionLog
@@ -103,6 +104,8 @@ class Session:
         self.verdicts = VerdictWatch(self, self.log)
         """What the ranks' collectives say went wrong (hangs, deadlocks, mismatches)."""
         self._log: SessionLog | None = None
+        self._explained = False
+        self._reports: list[asyncio.Future[None]] = []
 
     @property
     def state_dir(self) -> str:
@@ -193,6 +196,10 @@ class Session:
             callback(rank.index, rank.state)
         if (rank.state.phase is Phase.WAITING or not rank.state.alive) and not self._closing:
             self.verdicts.trigger()
+        crash = rank.state.crash
+        if crash is not None and UNUSED_ERROR in crash.message and not self._explained:
+            self._explained = True  # every rank fails the same way: one rank names the parameters
+            self._reports.append(asyncio.ensure_future(explain_unused(self, rank.index)))
         self._notify()
 
     def _notify(self) -> None:
@@ -338,6 +345,14 @@ class Session:
             return ""
         return " · ".join(f"{format_ranks(ranks)} at {where}" for where, ranks in places.items())
 
+    async def settle(self, timeout: float = 10.0) -> None:
+        """Let the findings in progress (verdicts, DDP explanations) be said before the job ends."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self.verdicts.settle()
+                if self._reports:
+                    await asyncio.wait(self._reports)
+
     def summary(self) -> list[str]:
         """Each rank's last state, the root cause first and tagged, with hints under known failures."""
         failures = [Failure(r.index, r.failed_at, r.state) for r in self.ranks if r.failed_at is not None]
@@ -369,7 +384,7 @@ class Session:
             return
         self._closing = True
         self.verdicts.cancel()
-        for task in list(self._tasks):
+        for task in [*self._tasks, *self._reports]:
             task.cancel()
         if self._log is not None:  # the ranks about to be ended leave their collectives for the logs
             linked = [r.index for r in self.live(range(len(self.ranks))) if r.transport.linked]

@@ -180,5 +180,6 @@ HANDLERS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "skip": skip,
     "until_collective": until.handle,
     "save_collectives": lambda args: save_collectives(),
+    "ddp": lambda args: __import__("ddptui.rank.ddp", fromlist=["ddp"]).ddp(args),
 }
 """Request kinds and their handlers."""
