@@ -14,7 +14,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from ddptui.rank import debugger, until
+from ddptui.rank import ddp, debugger, until
 from ddptui.rank.protocol import STATE_DIR_ENV, Frame, Message, Reply, Request, is_library
 
 REPR_LIMIT = 2000
@@ -180,6 +180,6 @@ HANDLERS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "skip": skip,
     "until_collective": until.handle,
     "save_collectives": lambda args: save_collectives(),
-    "ddp": lambda args: __import__("ddptui.rank.ddp", fromlist=["ddp"]).ddp(args),
+    "ddp": ddp.ddp,
 }
 """Request kinds and their handlers."""
