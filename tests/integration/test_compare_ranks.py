@@ -99,3 +99,13 @@ def test_ddp_check_finds_gradients_that_differ(ddptui: Runner) -> None:
     *said, _ = ddp_check(ddptui, "grads")
     assert "parameters: equal on every rank (4 compared)" in said
     assert "gradient used.weight differs across ranks: rank 0 | rank 1 (1 of 2 differ)" in said
+
+
+def test_groups_from_a_list_and_from_a_compare_row(ddptui: Runner) -> None:
+    commands = ":compare value\n:group odd from-compare 2\n@odd p value\n:group pair 0,2\n:ranks pair\np rank\n:group\nc\n"
+    result = ddptui.batch(SCRIPTS / "steps.py", commands, nproc=3)
+    assert block(result.stdout, ":group odd from-compare 2") == ["group odd: ranks 1"]
+    assert result.stdout.split("(ddptui) @odd p value\n")[1].splitlines()[0] == "[rank 1] 10"
+    assert block(result.stdout, ":ranks pair") == ["target ranks: 0,2"]
+    assert result.stdout.split("(ddptui) p rank\n")[1].splitlines()[:2] == ["[rank 0] 0", "[rank 2] 2"]
+    assert block(result.stdout, ":group") == ["odd: ranks 1", "pair: ranks 0,2"]

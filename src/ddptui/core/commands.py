@@ -14,7 +14,7 @@ from ddptui.core.compare import Answer, Comparison, compare
 from ddptui.core.ddp_check import ddp_check
 from ddptui.core.session import Broadcast, Session
 from ddptui.core.state import Phase
-from ddptui.core.targets import Line, TargetError, format_ranks
+from ddptui.core.targets import Line, TargetError, format_ranks, parse_ranks
 from ddptui.rank.protocol import Frame, Reply
 
 
@@ -273,6 +273,33 @@ async def _ddp_check(session: Session, arg: str) -> Result:
     if not paused:
         return Result(("no target rank is at a prompt",), error=True)
     return Result(tuple(await ddp_check(session, paused)))
+
+
+@command(
+    "group",
+    usage=":group [NAME (0,2-3 | from-compare ROW)]",
+    help="name a set of ranks for @NAME CMD and :ranks NAME (from a list, or a row of the last :compare)",
+)
+async def _group(session: Session, arg: str) -> Result:
+    """Define a group, or list them."""
+    if not arg:
+        listed = [f"{name}: ranks {format_ranks(ranks)}" for name, ranks in session.groups.items()]
+        return Result(tuple(listed) or ("no groups (:group NAME 0,2-3)",))
+    name, _, spec = arg.partition(" ")
+    if not name.isidentifier() or name in ("all",):
+        return Result((f"a group name is a word, not {name!r}",), error=True)
+    source, _, row = spec.strip().partition(" ")
+    if source == "from-compare":
+        table = session.last_compare
+        if table is None or not row.strip().isdigit() or not 1 <= int(row) <= len(table.rows):
+            return Result(
+                ("from-compare ROW: a row number of the last :compare table (1 = first)",), error=True
+            )
+        ranks = table.rows[int(row) - 1].ranks
+    else:
+        ranks = parse_ranks(spec, len(session.ranks), session.groups)
+    session.groups[name] = ranks
+    return Result((f"group {name}: ranks {format_ranks(ranks)}",))
 
 
 @command("quit", "q", "exit", usage=":quit", help="end every rank and leave")

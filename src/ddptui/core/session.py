@@ -88,6 +88,8 @@ class Session:
         """Ranks the broadcast in flight still waits for."""
         self.in_flight_command = ""
         """The command being broadcast, or empty."""
+        self.groups: dict[str, frozenset[int]] = {}
+        """Named rank sets (`:group`), usable wherever ranks are named (`@name n`, `:ranks name`)."""
         self.watches: list[str] = []
         """Expressions compared across ranks after every step (`:watch`)."""
         self.last_compare: Comparison | None = None
@@ -369,13 +371,13 @@ class Session:
     def set_targets(self, spec: str) -> str:
         """`:ranks 0,2-3` / `:ranks all`: set the default target; returns a line for the user."""
         if spec.strip():
-            ranks = parse_ranks(spec, len(self.ranks))
+            ranks = parse_ranks(spec, len(self.ranks), self.groups)
             self.targets = None if len(ranks) == len(self.ranks) else ranks
         return f"target ranks: {'all' if self.targets is None else format_ranks(self.targets)}"
 
     def parse(self, line: str) -> Line:
         """Classify a typed line (see `targets.parse_line`)."""
-        return parse_line(line, len(self.ranks))
+        return parse_line(line, len(self.ranks), self.groups)
 
     # -- teardown ---------------------------------------------------------------------------
     async def close(self, grace: float = 0.5) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -9,18 +10,24 @@ class TargetError(ValueError):
     """A rank list that does not parse or names ranks that do not exist."""
 
 
-def parse_ranks(text: str, world_size: int) -> frozenset[int]:
-    """Parse `0,2-3` or `all` into a set of ranks below `world_size`."""
+def parse_ranks(
+    text: str, world_size: int, groups: Mapping[str, frozenset[int]] | None = None
+) -> frozenset[int]:
+    """Parse `0,2-3`, `all` or a group's name into a set of ranks below `world_size`."""
     text = text.strip()
     if text in ("all", "*"):
         return frozenset(range(world_size))
+    if groups and text in groups:
+        return groups[text]
     ranks: set[int] = set()
     for part in filter(None, (p.strip() for p in text.split(","))):
         low, sep, high = part.partition("-")
         try:
             first, last = int(low), int(high if sep else low)
         except ValueError:
-            raise TargetError(f"not a rank list: {text!r} (use e.g. 0,2-3 or all)") from None
+            raise TargetError(
+                f"not a rank list or group: {text!r} (use e.g. 0,2-3, all, or :group)"
+            ) from None
         if first > last or first < 0 or last >= world_size:
             raise TargetError(f"no such ranks: {part} (ranks are 0-{world_size - 1})")
         ranks.update(range(first, last + 1))
@@ -69,7 +76,7 @@ EXECUTION_COMMANDS = frozenset(
 """pdb commands that let the program run (the divergence guard holds them back)."""
 
 
-def parse_line(line: str, world_size: int) -> Line:
+def parse_line(line: str, world_size: int, groups: Mapping[str, frozenset[int]] | None = None) -> Line:
     """Classify a line typed into the command line or read from a batch file."""
     stripped = line.strip()
     if not stripped:
@@ -84,7 +91,7 @@ def parse_line(line: str, world_size: int) -> Line:
         stripped = stripped.strip()
         if not stripped:
             raise TargetError(f"no command after @{spec}")
-        targets = parse_ranks(spec, world_size)
+        targets = parse_ranks(spec, world_size, groups)
     forced = stripped.startswith("!") and stripped[1:].split(" ", 1)[0] in EXECUTION_COMMANDS
     if forced:  # `!n` is ddptui's "send anyway"; other `!statement` lines are pdb's own
         stripped = stripped[1:]
