@@ -1,0 +1,321 @@
+"""Stop before the next collective: the rank side of `:until-collective`. Standard library only.
+
+The core arms a one-shot stop (request `until_collective`, `{"do": "arm"}`) and sends `c`. Arming
+puts thin wrappers around `torch.distributed`'s Python collective functions (or an import hook
+that does so once torch loads); the first call on the main thread disarms, takes the wrappers out
+again and opens a `RankPdb` prompt at the user's calling frame, before the collective runs. A
+lockstep `n` there steps over the collective; `c` runs on. So an unarmed rank runs torch's own
+functions, untouched: ~0 cost. What it cannot see is what `ddptui.rank.collectives` cannot see:
+collectives issued from C++ (DDP's gradient all-reduces) and ops called through references taken
+while no wrapper was in place; a rank blocked in one shows as `waiting`.
+
+`{"do": "pending"}` says what the stopped rank is about to enter, and disarms (a rank may have
+stopped elsewhere: a breakpoint); `{"do": "hold", "why": ...}` keeps it from entering that
+collective — any command that would run it reopens the prompt instead — until `{"do": "release"}`.
+"""
+
+from __future__ import annotations
+
+import bdb
+import contextlib
+import functools
+import inspect
+import sys
+import threading
+import types
+from collections.abc import Callable
+from typing import Any
+
+from ddptui.rank import collectives, debugger
+
+EXTRA_OPS = ("monitored_barrier",)
+"""Stopped before too, beyond the ops `ddptui.rank.collectives` records."""
+
+
+class _Stop:
+    """The one-shot stop and what the main thread is stopped before."""
+
+    armed = False
+    pending: dict[str, Any] | None = None
+    """The collective the main thread is about to enter while its prompt is open there."""
+    held = ""
+    """Why the pending collective must not run (empty: it may)."""
+    inside = False
+    """True while the main thread runs a wrapped function (collectives inside it are part of it)."""
+    originals: dict[str, Callable[..., Any]] = {}
+    """Wrapped function name -> the function the wrapper replaced."""
+    lock = threading.Lock()
+
+
+def handle(args: dict[str, Any]) -> Any:
+    """The `until_collective` request: `do` is `arm`, `disarm`, `pending`, `hold` or `release`."""
+    do = args.get("do")
+    if do == "arm":
+        return arm()
+    if do == "disarm":
+        disarm()
+        return None
+    if do == "pending":
+        return pending()
+    if do == "hold":
+        _Stop.held = str(args.get("why") or "it differs across ranks") if _Stop.pending else ""
+        return bool(_Stop.held)
+    if do == "release":
+        _Stop.held = ""
+        return True
+    raise ValueError(f"unknown until_collective action {do!r}")
+
+
+def arm() -> dict[str, Any]:
+    """Stop before the next collective the main thread enters; `hooked` is False until torch loads."""
+    with _Stop.lock:
+        _Stop.armed = True
+        hooked = _install()
+        if not hooked:
+            _hook_import()
+    return {"armed": True, "hooked": hooked}
+
+
+def disarm() -> None:
+    """Forget the stop; torch's own functions come back."""
+    with _Stop.lock:
+        _Stop.armed = False
+        _uninstall()
+
+
+def pending() -> dict[str, Any] | None:
+    """What the stopped main thread is about to enter, with its sequence number; None elsewhere.
+
+    The question ends the run to the next collective: a rank that stopped somewhere else (a
+    breakpoint), or stayed held before its collective, is disarmed.
+    """
+    disarm()
+    record = _Stop.pending
+    if record is None:
+        return None
+    return dict(record, seq=next_seq(record["pg"], record["p2p"]), held=_Stop.held)
+
+
+def next_seq(pg: str, p2p: bool) -> int:
+    """The number the next collective on group `pg` gets, as the collective log numbers them.
+
+    One more than the group's last recorded one: the Flight Recorder counts collectives per group
+    (`_get_sequence_number_for_group()` counts point-to-point ops too, so drifts after a send).
+    0 when unknown: the Flight Recorder keeps no point-to-point ops on gloo.
+    """
+    log = collectives.collective_log()
+    seqs = [r["seq"] for r in log if "seq" in r and r["pg"] == pg and r["p2p"] == p2p]
+    if p2p and not any(r.get("source") == "wrappers" for r in log):
+        return 0
+    return (seqs[-1] if seqs else 0) + 1
+
+
+# -- the wrappers ----------------------------------------------------------------------------------
+
+
+def _install() -> bool:
+    """Wrap the collective functions of `distributed_c10d` and `torch.distributed`; False without them."""
+    c10d = sys.modules.get(collectives.C10D)
+    if c10d is None:
+        return False
+    _wrap_module(c10d)
+    return True
+
+
+def _wrap_module(c10d: Any) -> None:
+    """Put a stopping wrapper around every collective function of `c10d` not wrapped yet."""
+    package = sys.modules.get("torch.distributed")
+    for name in (*collectives.OPS, *EXTRA_OPS):
+        original = getattr(c10d, name, None)
+        if original is None or name in _Stop.originals:
+            continue
+        wrapper = _wrapper(name, original)
+        _Stop.originals[name] = original
+        setattr(c10d, name, wrapper)
+        if package is not None and getattr(package, name, None) is original:
+            setattr(package, name, wrapper)
+
+
+def _uninstall() -> None:
+    """Put back the functions the wrappers replaced, where a wrapper still stands."""
+    for namespace in (sys.modules.get(collectives.C10D), sys.modules.get("torch.distributed")):
+        for name, original in _Stop.originals.items():
+            current = getattr(namespace, name, None)
+            if namespace is not None and getattr(current, "__ddptui_until__", False):
+                setattr(namespace, name, original)
+    _Stop.originals.clear()
+
+
+def _wrapper(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    """`original`, stopping first when armed and called on the main thread."""
+    params = list(inspect.signature(original).parameters)
+    main = threading.main_thread().ident
+
+    @functools.wraps(original)
+    def until_wrapper(*args: Any, **kwargs: Any) -> Any:
+        if threading.get_ident() != main:
+            return original(*args, **kwargs)
+        if _Stop.armed and not _Stop.inside:
+            _stop(name, dict(zip(params, args, strict=False), **kwargs), sys._getframe(1))
+        outer, _Stop.inside = _Stop.inside, True  # `send` runs `isend`: one user call, one stop
+        try:
+            return original(*args, **kwargs)
+        finally:
+            _Stop.inside = outer
+
+    until_wrapper.__ddptui_until__ = True  # type: ignore[attr-defined]
+    return until_wrapper
+
+
+class _HookOnImport:
+    """A meta path finder that wraps the collectives once `distributed_c10d` has loaded, if still armed."""
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        """Find `distributed_c10d` through the other finders and hook its loader; ignore the rest."""
+        if name != collectives.C10D:
+            return None
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(self)
+        spec = next(
+            (s for f in sys.meta_path if (s := getattr(f, "find_spec", lambda *a: None)(name, path, target))),
+            None,
+        )
+        run = getattr(getattr(spec, "loader", None), "exec_module", None)
+        if spec is not None and run is not None:
+
+            def exec_module(module: Any) -> None:
+                """Run the module, then wrap it while a stop is armed."""
+                run(module)
+                with _Stop.lock:
+                    if _Stop.armed:
+                        _wrap_module(module)
+
+            spec.loader.exec_module = exec_module
+        return spec
+
+
+def _hook_import() -> None:
+    """Wrap the collectives as torch.distributed loads (one finder at most)."""
+    if not any(isinstance(finder, _HookOnImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _HookOnImport())
+
+
+# -- the stop --------------------------------------------------------------------------------------
+
+
+def _stop(op: str, args: dict[str, Any], caller: types.FrameType) -> None:
+    """Disarm, then hold the main thread at a prompt in the user's frame until it may go on."""
+    with _Stop.lock:
+        if not _Stop.armed:
+            return
+        _Stop.armed = False
+        _uninstall()
+    frame = user_frame(caller)
+    try:
+        _Stop.pending = about_to(op, args, frame, caller)
+    except Exception as exc:  # describing the call must never keep the rank from stopping
+        _Stop.pending = {"op": op, "pg": "?", "p2p": False, "error": f"{type(exc).__name__}: {exc}"}
+    try:
+        prompt(frame, f"--Collective: {_what(_Stop.pending)}--")
+        while _Stop.held:
+            prompt(frame, f"ddptui: held before {op}, {_Stop.held}")
+    finally:
+        _Stop.pending, _Stop.held = None, ""
+
+
+def _what(record: dict[str, Any]) -> str:
+    """`all_reduce [3] float32`."""
+    shapes = ",".join("[" + ",".join(map(str, shape)) + "]" for shape in record.get("shapes", ()))
+    dtypes = ",".join(dict.fromkeys(record.get("dtypes", ())))
+    return " ".join(part for part in (record["op"], shapes, dtypes) if part)
+
+
+def user_frame(frame: types.FrameType) -> types.FrameType:
+    """The innermost frame of the user's code from `frame` outwards (else outside torch and stdlib)."""
+    outside = None
+    probe: types.FrameType | None = frame
+    while probe is not None:
+        path = probe.f_code.co_filename
+        if collectives.is_user_code(path):
+            return probe
+        if outside is None and not collectives._is_core_library(path):
+            outside = probe
+        probe = probe.f_back
+    return outside or frame
+
+
+def prompt(frame: types.FrameType, banner: str) -> None:
+    """Open a `RankPdb` prompt at `frame` now, as `RankPdb.set_trace` does for `dist.breakpoint()`.
+
+    The frames inside (torch, this module) are not the user's: `n` steps over the whole call.
+    """
+    pdb = debugger.RankPdb()
+    pdb.reset()
+    outer: types.FrameType | None = frame
+    while outer is not None:
+        outer.f_trace = pdb.trace_dispatch
+        pdb.botframe, outer = outer, outer.f_back
+    pdb._set_stopinfo(pdb.botframe, None, -1)  # type: ignore[attr-defined]  # no stop until the user's command says where
+    sys.settrace(pdb.trace_dispatch)
+    pdb.message(banner)
+    pdb.interaction(frame, None)
+    if pdb.quitting:  # `q`: as pdb's own dispatch would after the prompt
+        raise bdb.BdbQuit
+
+
+def about_to(
+    op: str, args: dict[str, Any], frame: types.FrameType, caller: types.FrameType
+) -> dict[str, Any]:
+    """The collective call as a `collective_log` record (without `seq`), plus its group and peer."""
+    param = collectives.OPS.get(op)
+    tensors = args.get(param) if param else None
+    inputs = [] if tensors is None else list(tensors) if isinstance(tensors, list | tuple) else [tensors]
+    group = args.get("group")
+    pg, desc = collectives._group_name(group)
+    code = frame.f_code
+    return {
+        "op": op,
+        "raw_op": op,
+        "pg": pg,
+        "pg_desc": desc,
+        "members": _members(group),
+        "shapes": [list(t.shape) for t in inputs],
+        "dtypes": [collectives._dtype_name(t.dtype) for t in inputs],
+        "out_shapes": [],
+        "out_dtypes": [],
+        "state": "next",
+        "p2p": op in collectives.P2P_OPS,
+        "peer": next(
+            (args[k] for k in ("dst", "src", "group_dst", "group_src") if args.get(k) is not None), None
+        ),
+        "site": [code.co_filename, frame.f_lineno, code.co_name],
+        "via": _entry(frame, caller, op),
+        "source": "until",
+    }
+
+
+def _entry(frame: types.FrameType, caller: types.FrameType, op: str) -> str:
+    """The torch function the user called when it is not `op` itself (`all_gather_object`).
+
+    The outermost named function between the user's frame and the collective; torch's logging
+    decorators (`wrapper`) and private helpers do not count.
+    """
+    called = ""
+    probe: types.FrameType | None = caller
+    while probe is not None and probe is not frame:
+        name = probe.f_code.co_name
+        if probe.f_globals.get("__name__", "").startswith("torch.") and not name.startswith("_"):
+            called = name if name != "wrapper" else called
+        probe = probe.f_back
+    return "" if called == op else called
+
+
+def _members(group: Any) -> list[int] | None:
+    """The global ranks of a process group (the default group for None); None when unknown."""
+    c10d = sys.modules.get(collectives.C10D)
+    try:
+        if group is None:
+            group = c10d._get_default_group()  # type: ignore[union-attr]
+        return [int(rank) for rank in c10d.get_process_group_ranks(group)]  # type: ignore[union-attr]
+    except Exception:
+        return None
