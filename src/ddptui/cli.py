@@ -17,6 +17,7 @@ from ddptui.core.batch_input import BatchInputError
 from ddptui.core.launch import LaunchError, LaunchSpec
 from ddptui.core.logs import check_log_dir
 from ddptui.core.session import Session
+from ddptui.rank.timeouts import DEFAULT_PG_TIMEOUT
 
 DEMO_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "demo", "train.py")
 
@@ -76,6 +77,14 @@ def build_parser() -> Parser:
         help="a rank running this long while idle (10x as long while busy) is 'waiting' (default 10)",
     )
     add(
+        "--pg-timeout",
+        type=float,
+        default=DEFAULT_PG_TIMEOUT,
+        metavar="SECONDS",
+        help="raise every process group's timeout to at least SECONDS, so that a paused rank does not time "
+        f"out the others (default {DEFAULT_PG_TIMEOUT:g}: a day)",
+    )
+    add(
         "--timeout",
         type=float,
         default=None,
@@ -110,6 +119,8 @@ def parse_spec(argv: Sequence[str]) -> tuple[LaunchSpec, argparse.Namespace]:
         raise UsageError("only single-node jobs are supported (--nnodes 1)")
     if not math.isfinite(options.stall_timeout) or options.stall_timeout <= 0:
         raise UsageError(f"--stall-timeout must be a positive number of seconds, not {options.stall_timeout}")
+    if not math.isfinite(options.pg_timeout) or options.pg_timeout <= 0:
+        raise UsageError(f"--pg-timeout must be a positive number of seconds, not {options.pg_timeout}")
     if options.timeout is not None and (not math.isfinite(options.timeout) or options.timeout <= 0):
         raise UsageError(f"--timeout must be a positive number of seconds, not {options.timeout}")
     if options.timeout is not None and options.batch is None:
@@ -126,6 +137,7 @@ def parse_spec(argv: Sequence[str]) -> tuple[LaunchSpec, argparse.Namespace]:
         master_addr=options.master_addr,
         master_port=options.master_port,
         stall_timeout=options.stall_timeout,
+        pg_timeout=options.pg_timeout,
         log_dir=options.log_dir,
     )
     return spec, options

@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from ddptui.rank.protocol import RANK_ENV, SOCKET_ENV, STATE_DIR_ENV, TOKEN_ENV
+from ddptui.rank.timeouts import DEFAULT_PG_TIMEOUT, PG_TIMEOUT_ENV
 
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -30,6 +31,7 @@ class LaunchSpec:
     master_addr: str = "127.0.0.1"
     master_port: int | None = None
     stall_timeout: float = 10.0
+    pg_timeout: float = DEFAULT_PG_TIMEOUT
     log_dir: str | None = None
     cwd: str | None = None
     env: dict[str, str] = field(default_factory=dict)
@@ -99,6 +101,7 @@ def rank_env(spec: LaunchSpec, rank: int, port: int, run_id: str, link: Link) ->
     env.setdefault("OMP_NUM_THREADS", "1")
     env[SOCKET_ENV], env[STATE_DIR_ENV], env[TOKEN_ENV] = link.socket, link.state_dir, link.token
     env[RANK_ENV] = str(rank)
+    env[PG_TIMEOUT_ENV] = repr(float(spec.pg_timeout))
     pythonpath = python_path(env.get("PYTHONPATH"))
     if pythonpath:
         env["PYTHONPATH"] = pythonpath

@@ -17,7 +17,7 @@ import threading
 import traceback
 from typing import IO, Any
 
-from ddptui.rank import collectives, debugger, fatal, requests
+from ddptui.rank import collectives, debugger, fatal, requests, timeouts
 from ddptui.rank.link import link
 from ddptui.rank.protocol import STATE_DIR_ENV, Crashed, Exited, Frame, Identity
 
@@ -97,6 +97,7 @@ def run(argv: list[str]) -> int:
     if state_dir:
         fatal.install(os.path.join(state_dir, f"fatal-{rank}.txt"))
     collectives.install_wrappers_on_import()
+    timeouts.install_on_import()
     link.connect(identity(rank))
     try:
         if argv[0] == "-m":
