@@ -80,7 +80,7 @@ def test_error_on_one_rank() -> None:
     assert comparison.verdict == "3 ranks equal, 1 error"
     assert comparison.rows[1] == Row(frozenset({3}), error, odd=True, error=True)
     assert comparison.lines()[2] == "≠ ranks 3   │ raised NameError: name 'loss' is not defined"
-    assert comparison.sparkline == ""
+    assert comparison.sparkline == "▄▄▄·"  # the rank that raised has no bar
 
 
 def test_errors_group_by_text_after_the_values() -> None:

@@ -25,6 +25,8 @@ class Result:
     lines: tuple[str, ...] = ()
     error: bool = False
     quit: bool = False
+    tables: tuple[tuple[str, Comparison], ...] = ()
+    """Cross-rank tables behind the lines (`:compare EXPR`, `watch EXPR`), for front ends that draw them."""
 
 
 Handler = Callable[[Session, str], Awaitable[Result]]
@@ -150,8 +152,8 @@ async def send(session: Session, line: Line) -> tuple[Broadcast | None, Result]:
         f"{line.text} not sent to rank {i}, not at a prompt ({why})" for i, why in result.skipped.items()
     ]
     notes += [f"rank {a.rank} {a.state.describe()}" for a in result.replies if a.state.phase is Phase.WAITING]
-    notes += await watch_lines(session)
-    return result, Result(tuple(notes))
+    watched = watch_result(await watch_tables(session))
+    return result, Result((*notes, *watched.lines), tables=watched.tables)
 
 
 async def evaluate(session: Session, expr: str, targets: Iterable[int] | None = None) -> dict[int, Answer]:
@@ -195,7 +197,7 @@ async def _compare(session: Session, arg: str) -> Result:
         return Result((f"usage: {COMMANDS['compare'].usage}",), error=True)
     table = await comparison(session, arg.strip(), tol)
     session.last_compare = table
-    return Result(tuple(table.lines(WIDTH)))
+    return Result(tuple(table.lines(WIDTH)), tables=((f":compare {arg.strip()}", table),))
 
 
 @command("watch", usage=":watch [EXPR]", help="compare EXPR across ranks after every step (no EXPR: list)")
@@ -205,7 +207,7 @@ async def _watch(session: Session, arg: str) -> Result:
         return Result(tuple(session.watches) or ("no watches",))
     if arg not in session.watches:
         session.watches.append(arg)
-    return Result(tuple(await watch_lines(session, [arg])))
+    return watch_result(await watch_tables(session))
 
 
 @command("unwatch", usage=":unwatch EXPR|all", help="stop watching EXPR (or every watch)")
@@ -213,21 +215,31 @@ async def _unwatch(session: Session, arg: str) -> Result:
     """Drop one watch or all of them."""
     if arg == "all":
         session.watches.clear()
-        return Result(("no watches",))
-    if arg not in session.watches:
+    elif arg in session.watches:
+        session.watches.remove(arg)
+    else:
         return Result((f"not watched: {arg}",), error=True)
-    session.watches.remove(arg)
-    return Result((f"unwatched {arg}",))
+    done = "no watches" if not session.watches else f"unwatched {arg}"
+    return Result((done,), tables=tuple(await watch_tables(session)) or (("watch", EMPTY),))
 
 
-async def watch_lines(session: Session, watches: Iterable[str] | None = None) -> list[str]:
-    """Every watch compared across the default targets: `watch EXPR: verdict` then its rows."""
+EMPTY = Comparison((), "no watches")
+"""The table a front end shows when the last watch is gone."""
+
+
+async def watch_tables(session: Session) -> list[tuple[str, Comparison]]:
+    """Every watch compared across the default targets."""
+    return [(f"watch {expr}", await comparison(session, expr)) for expr in session.watches]
+
+
+def watch_result(tables: list[tuple[str, Comparison]]) -> Result:
+    """Watch tables as lines (`watch EXPR: verdict` then its rows) and as tables."""
     lines = []
-    for expr in session.watches if watches is None else watches:
-        table = (await comparison(session, expr)).lines(WIDTH)
-        lines.append(f"watch {expr}: {table[0]}")
-        lines.extend(table[1:])
-    return lines
+    for title, table in tables:
+        text = table.lines(WIDTH)
+        lines.append(f"{title}: {text[0]}")
+        lines.extend(text[1:])
+    return Result(tuple(lines), tables=tuple(tables))
 
 
 @command("where", usage=":where", help="where the target ranks stand, grouped, with counts")

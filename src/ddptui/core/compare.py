@@ -23,6 +23,8 @@ SPARKS = "▁▂▃▄▅▆▇█"
 """Sparkline levels, lowest first."""
 NON_FINITE_SPARKS = {"nan": "×", "inf": "↑", "-inf": "↓"}
 """Sparkline characters of values off the scale."""
+ERROR_SPARK = "·"
+"""Sparkline character of a rank where the expression raised."""
 SPARK_LABEL = "by rank"
 """Label of the sparkline's line in `Comparison.lines`."""
 TENSOR_STATS = ("min", "max", "mean", "norm")
@@ -250,19 +252,21 @@ def _verdict(groups: int, values: int, errors: int, tol: float | None) -> str:
 
 def sparkline(answers: Mapping[int, Answer]) -> tuple[str, tuple[float, float] | None]:
     """One character per rank (lowest first) scaling each number between the finite extremes,
-    with `×` for NaN and `↑`/`↓` for ±inf; empty when some answer is not a number."""
-    numbers: list[float] = []
+    with `×` for NaN, `↑`/`↓` for ±inf and `·` where the expression raised; empty when some
+    value is not a number (or none is)."""
+    numbers: list[float | None] = []
     for rank in sorted(answers):
         answer = answers[rank]
         decoded = number(answer.get("number")) if isinstance(answer, dict) else None
-        if decoded is None:
+        if decoded is None and isinstance(answer, dict):
             return "", None
         numbers.append(decoded)
-    finite = [value for value in numbers if math.isfinite(value)]
-    if not finite:
-        return "".join(_spark(value, 0.0, 0.0) for value in numbers), None
-    low, high = min(finite), max(finite)
-    return "".join(_spark(value, low, high) for value in numbers), (low, high)
+    finite = [value for value in numbers if value is not None and math.isfinite(value)]
+    if all(value is None for value in numbers):
+        return "", None
+    low, high = (min(finite), max(finite)) if finite else (0.0, 0.0)
+    spark = "".join(ERROR_SPARK if value is None else _spark(value, low, high) for value in numbers)
+    return spark, ((low, high) if finite else None)
 
 
 def _spark(value: float, low: float, high: float) -> str:

@@ -23,18 +23,27 @@ from textual.widgets import Footer
 from ddptui.core import commands
 from ddptui.core.batch import exit_status
 from ddptui.core.launch import LaunchError, check_port
+from ddptui.core.rootcause import Failure, root_cause
 from ddptui.core.session import Session
-from ddptui.core.state import RankState
+from ddptui.core.state import Phase, RankState
 from ddptui.core.targets import Line, TargetError, format_ranks
 from ddptui.core.text import inert
 from ddptui.ui.command_bar import CommandBar
 from ddptui.ui.command_log import CommandLog
 from ddptui.ui.quit_screen import QuitScreen
-from ddptui.ui.rank_bar import RankBar
+from ddptui.ui.rank_bar import RankBar, has_crashed
 from ddptui.ui.rank_pane import RankPane
+from ddptui.ui.state_grid import StateGrid
+from ddptui.ui.watch_panel import WatchPanel
 
 PAGE_SIZE = 8
 """Panes shown at once; more ranks are paged (F3/F4 move the focus across pages)."""
+GRID_THRESHOLD = 8
+"""Above this many ranks a state grid takes over: panes only for the ranks picked in it."""
+REPLAY_BYTES = 128 * 1024
+"""Output replayed into a pane mounted again (the core keeps every rank's output)."""
+MISSING_KINDS = ("hang", "early exit")
+"""Collective verdicts whose suspects are ranks the others wait for."""
 KEYS = (
     "F2 broadcast/typing · F10 n · F11 s · Shift+F11 r · F5 c · F8 :skip · F3/F4 previous/next rank · "
     "Ctrl+Q quit"
@@ -65,11 +74,16 @@ class DdptuiApp(App[int]):
         Binding("f3", "focus_rank(-1)", "Prev rank", priority=True),
         Binding("f4", "focus_rank(1)", "Next rank", priority=True),
         Binding("f6", "focus_rank(1, True)", "Crashed rank", priority=True),
+        Binding("f7", "focus_grid", "State grid", priority=True),
         Binding("ctrl+q", "quit", "Quit", priority=True),
     ]
 
-    def __init__(self, session: Session) -> None:
-        """Show `session`, which the app starts (its ranks are spawned once the panes have a size)."""
+    def __init__(self, session: Session, grid_threshold: int = GRID_THRESHOLD) -> None:
+        """Show `session`, which the app starts (its ranks are spawned once the panes have a size).
+
+        With more than `grid_threshold` ranks, a `StateGrid` shows them all and panes are mounted
+        only for the ranks picked in it (at most `PAGE_SIZE`).
+        """
         super().__init__()
         self.session = session
         spec = self.spec = session.spec
@@ -81,16 +95,26 @@ class DdptuiApp(App[int]):
             for rank in range(spec.nproc)
         ]
         self.rank_bar = RankBar()
+        self.state_grid = StateGrid(spec.nproc, id="state-grid") if spec.nproc > grid_threshold else None
+        self.shown: tuple[int, ...] = tuple(range(min(spec.nproc, PAGE_SIZE)))
+        """The ranks whose panes are mounted (with a state grid) or on the page shown."""
+        self._panes_lock = asyncio.Lock()
         self.command_log = CommandLog()
+        self.watch_panel = WatchPanel()
         self.command_bar = CommandBar()
         self._quitting = False
 
     # -- layout -----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        """Rank bar, the grid of panes, the command line, the footer."""
+        """Rank bar, the state grid (many ranks), the grid of panes, the command line, the footer."""
         yield self.rank_bar
+        yield self.watch_panel
+        if self.state_grid is not None:
+            yield self.state_grid
+            for pane in self.panes[PAGE_SIZE:]:
+                pane.display = False
         with Grid(id="panes"):
-            yield from self.panes
+            yield from self.panes if self.state_grid is None else self.panes[:PAGE_SIZE]
         yield self.command_log
         yield self.command_bar
         yield Footer()
@@ -99,11 +123,15 @@ class DdptuiApp(App[int]):
         """The pane of a rank."""
         return self.panes[rank]
 
-    def show_page(self, page: int) -> None:
-        """Show the panes of one page of ranks and lay them out as a grid."""
+    def show_page(self, page: int, focus: int | None = None) -> None:
+        """Show the panes of one page of ranks and lay them out as a grid (then focus `focus`)."""
         self.page = page
         first = page * PAGE_SIZE
         shown = range(first, min(first + PAGE_SIZE, self.spec.nproc))
+        if self.state_grid is not None:
+            self.state_grid.selected = frozenset(shown)
+            self.show_ranks(shown, focus)
+            return
         columns, rows = grid_shape(len(shown))
         grid = self.query_one("#panes", Grid)
         grid.styles.grid_size_columns, grid.styles.grid_size_rows = columns, rows
@@ -122,6 +150,8 @@ class DdptuiApp(App[int]):
         loop.add_signal_handler(signal.SIGINT, self.shutdown)  # `kill -INT`: the terminal's ^C is a key
         loop.add_signal_handler(signal.SIGHUP, self.hang_up)
         self.set_interval(0.1, self._show_flight)
+        if self.state_grid is not None:
+            self.set_interval(0.25, self._mark_grid)
         self.call_after_refresh(self.start_session)
 
     def on_unmount(self) -> None:
@@ -162,10 +192,9 @@ class DdptuiApp(App[int]):
         states = list(bar.states)
         states[rank] = state
         bar.states = tuple(states)
-        pane = self.pane(rank)
-        pane.border_title = Text(inert(f"rank {rank} · {state.describe()}"))
-        pane.set_class(not state.alive, "-exited")
-        pane.set_class(rank in bar.crashed, "-crashed")
+        if self.state_grid is not None:
+            self.state_grid.set_state(rank, state)
+        self._dress_pane(self.pane(rank), state)
         if rank in before or rank not in bar.crashed or self._quitting:
             return
         # Keys being typed on the command line, or into another post-mortem, must not land in this
@@ -181,6 +210,76 @@ class DdptuiApp(App[int]):
         bar = self.rank_bar
         bar.outstanding = self.session.outstanding
         bar.in_flight = self.session.in_flight_command
+
+    # -- state grid (many ranks) -------------------------------------------------------------
+    def on_state_grid_selected(self, event: StateGrid.Selected) -> None:
+        """Give the ranks picked in the grid panes and the keys; broadcasts still go to every target."""
+        ranks = sorted(event.ranks)
+        if len(ranks) > PAGE_SIZE:
+            line = f"{len(ranks)} ranks selected: panes for {format_ranks(set(ranks[:PAGE_SIZE]))}"
+            self.command_log.show(commands.Result((line,)))
+        self.show_ranks(ranks, focus=ranks[0])
+
+    def show_ranks(self, ranks: Iterable[int], focus: int | None = None) -> None:
+        """Mount panes for `ranks` (the first `PAGE_SIZE`), unmount the others (their output is kept)."""
+        self.shown = tuple(sorted(set(ranks)))[:PAGE_SIZE]
+        self.sub_title = f"panes: ranks {format_ranks(set(self.shown))} of {self.spec.nproc}"
+        self._mount_panes(focus)
+
+    @work(group="panes")
+    async def _mount_panes(self, focus: int | None) -> None:
+        """Make the mounted panes those of `shown`, in rank order; then type into `focus`.
+
+        A removed widget cannot be mounted again: an unmounted pane is replaced by a new one,
+        fed the tail of its rank's output, which the core keeps (see `_replayed_pane`).
+        """
+        async with self._panes_lock:
+            grid = self.query_one("#panes", Grid)
+            gone = [pane for pane in grid.query_children(RankPane) if pane.rank not in self.shown]
+            await grid.remove_children(gone)
+            for pane in gone:
+                self.panes[pane.rank] = self._replayed_pane(pane)
+            mounted = {pane.rank for pane in grid.query_children(RankPane)}
+            new = [self.pane(rank) for rank in self.shown if rank not in mounted]
+            for pane in new:
+                pane.display = True
+            await grid.mount_all(new)
+            grid.sort_children(key=lambda widget: widget.rank if isinstance(widget, RankPane) else -1)
+            grid.styles.grid_size_columns, grid.styles.grid_size_rows = grid_shape(len(self.shown))
+        if focus is not None and focus in self.shown:
+            self.pane(focus).focus()
+
+    def _replayed_pane(self, old: RankPane) -> RankPane:
+        """A new, unmounted pane for `old`'s rank, fed the tail of the rank's output."""
+        rank, terminal = old.rank, old.terminal
+        pane = RankPane(rank, columns=terminal.columns, lines=terminal.lines, id=f"rank-{rank}")
+        pane.display = False
+        if rank >= len(self.session.ranks):
+            return pane
+        output = self.session.ranks[rank].output
+        start = max(output.start, output.end - REPLAY_BYTES)
+        data = output.since(start)
+        if start > output.start:  # start at a line, not inside an escape sequence
+            data = data[data.find(b"\n") + 1 :]
+        pane.feed(data)
+        return self._dress_pane(pane, self.session.ranks[rank].state)
+
+    def _dress_pane(self, pane: RankPane, state: RankState) -> RankPane:
+        """Title and classes of a rank's pane for its state (mounted or not)."""
+        pane.border_title = Text(inert(f"rank {pane.rank} · {state.describe()}"))
+        pane.set_class(not state.alive, "-exited")
+        pane.set_class(has_crashed(state), "-crashed")
+        return pane
+
+    def _mark_grid(self) -> None:
+        """Mark the root cause, and the ranks missing from a collective while others wait in it."""
+        assert self.state_grid is not None
+        ranks = self.session.ranks
+        failures = [Failure(r.index, r.failed_at, r.state) for r in ranks if r.failed_at is not None]
+        found = self.session.verdicts.found
+        waiting = any(rank.state.phase is Phase.WAITING for rank in ranks)
+        missing = {r for v in found if v.kind in MISSING_KINDS for r in v.suspects} if waiting else set()
+        self.state_grid.set_marks(root_cause(failures, found), missing)
 
     # -- view → core ------------------------------------------------------------------------
     def on_rank_pane_input(self, event: RankPane.Input) -> None:
@@ -221,6 +320,7 @@ class DdptuiApp(App[int]):
         self.command_log.echo(f":{text}")
         result = await commands.run(self.session, text)
         self.command_log.show(result)
+        self.watch_panel.show(result.tables)
         if text.split(" ", 1)[0] in ("help", "h", "?"):
             self.command_log.show(commands.Result((f"keys: {KEYS}",)))
         targets = self.session.targets
@@ -235,6 +335,7 @@ class DdptuiApp(App[int]):
             return
         _, said = await commands.send(self.session, line)
         self.command_log.show(said)
+        self.watch_panel.show(said.tables)
 
     # -- actions ----------------------------------------------------------------------------
     def action_step(self, command: str) -> None:
@@ -265,9 +366,18 @@ class DdptuiApp(App[int]):
             rank = ranks[0] if crashed else self.focused_rank
         else:
             rank = ranks[(ranks.index(self.focused_rank) + delta) % len(ranks)]
-        if rank // PAGE_SIZE != self.page:
+        if self.state_grid is not None:
+            if rank not in self.shown:
+                self.show_page(rank // PAGE_SIZE, focus=rank)
+                return
+        elif rank // PAGE_SIZE != self.page:
             self.show_page(rank // PAGE_SIZE)
         self.call_after_refresh(self.pane(rank).focus)
+
+    def action_focus_grid(self) -> None:
+        """Move the keys to the state grid (there is one above `grid_threshold` ranks)."""
+        if self.state_grid is not None:
+            self.state_grid.focus()
 
     def action_quit(self) -> None:  # type: ignore[override]
         """Quit, asking first while ranks are alive (saying what each is doing)."""

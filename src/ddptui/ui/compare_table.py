@@ -1,0 +1,80 @@
+"""`CompareTable`: one expression compared across ranks — ranks grouped by value, odd groups marked."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.reactive import reactive
+from textual.widgets import Static
+
+from ddptui.core.compare import Comparison, Row
+from ddptui.core.targets import format_ranks
+from ddptui.core.text import inert
+from ddptui.ui.rank_sparkline import RankSparkline
+
+
+def row_text(row: Row, width: int) -> Text:
+    """`≠ ranks 1 │ nan`: odd groups bold in the warning colour, errors red. Values are plain text."""
+    style = "red" if row.error else "bold yellow" if row.odd else ""
+    value = inert(f"raised {row.text}" if row.error else row.text)
+    line = f"{'≠' if row.odd else ' '} ranks {format_ranks(row.ranks)} │ {value}"
+    return Text(line if len(line) <= width else line[: width - 1] + "…", style)
+
+
+class CompareTable(Vertical):
+    """A titled table of one `Comparison`, with its sparkline when the values are numbers."""
+
+    DEFAULT_CSS = """
+    CompareTable {
+        height: auto;
+        padding: 0 0 1 0;
+    }
+    CompareTable > .title {
+        text-style: bold;
+    }
+    """
+
+    comparison: reactive[Comparison | None] = reactive(None)
+    """What is shown."""
+    title: reactive[str] = reactive("")
+    """`:compare loss` or `watch loss`."""
+
+    def compose(self) -> ComposeResult:
+        """Title, rows, sparkline, drawn from what is set now."""
+        yield Static(self._head(), classes="title")
+        yield Static(self._rows(), classes="rows")
+        sparkline = RankSparkline()
+        sparkline.comparison = self.comparison
+        yield sparkline
+
+    def show(self, title: str, comparison: Comparison) -> None:
+        """Show a new table."""
+        self.title, self.comparison = title, comparison
+
+    def watch_comparison(self) -> None:
+        """Redraw."""
+        self._draw()
+
+    def watch_title(self) -> None:
+        """Redraw."""
+        self._draw()
+
+    def _head(self) -> Text:
+        """`:compare loss · 4 distinct values`."""
+        comparison = self.comparison
+        return Text(f"{inert(self.title)} · {comparison.verdict}" if comparison else inert(self.title))
+
+    def _rows(self) -> Text:
+        """One line per group of ranks."""
+        width = max(self.size.width, 48)
+        rows = self.comparison.rows if self.comparison else ()
+        return Text("\n").join(row_text(row, width) for row in rows)
+
+    def _draw(self) -> None:
+        """Refill the title, the rows and the sparkline."""
+        if not self.is_mounted or not self.children:
+            return
+        self.query_one(".title", Static).update(self._head())
+        self.query_one(".rows", Static).update(self._rows())
+        self.query_one(RankSparkline).comparison = self.comparison
