@@ -116,3 +116,19 @@ def test_log_dir_keeps_torchrun_error_files_and_flight_recorder_dumps(ddptui: Ru
     )
     assert "missing ranks: {2}" in analysis.stdout + analysis.stderr
     assert result.returncode != 0
+
+
+def test_until_collective_in_batch_mode(ddptui: Runner) -> None:
+    script = str(SCRIPTS / "until_job.py")
+    ok = ddptui.run(
+        "--stall-timeout", "3", "--batch", "-", script, "consistent", stdin=":uc\nn\nc\n", timeout=120
+    )
+    assert "ddptui: all 2 ranks about to enter #1 all_reduce [3] float32" in ok.stdout
+    assert ok.returncode == 0, ok.stdout
+    bad = ddptui.run(
+        "--stall-timeout", "3", "--batch", "-", script, "mismatch", stdin=":uc\nn\n:state\n", timeout=120
+    )
+    assert "ddptui: mismatch: collective #1 all_reduce differs: rank 0 [3] float32" in bad.stdout
+    state = bad.stdout.split("(ddptui) :state\n")[1]
+    assert "rank 0: paused at tests/scripts/until_job.py:27" in state  # held at its prompt, not hung
+    assert "rank 1: paused at tests/scripts/until_job.py:27" in state

@@ -130,6 +130,7 @@ async def run_line(session: Session, line: str, transcript: Transcript) -> bool:
     print(f"(ddptui) {inert(line.strip())}", file=transcript.out)
     if parsed.kind == "ddptui":
         result = await commands.run(session, parsed.text)
+        transcript.flush()  # what ranks printed meanwhile (`:until-collective` lets them run)
         for text in result.lines:
             transcript.note(text)
         return not result.quit

@@ -95,7 +95,23 @@ async def _state(session: Session, arg: str) -> Result:
         who = rank.identity
         where = f"  [{who.host} pid {who.pid}]" if who is not None else ""
         lines.append(f"rank {rank.index}: {rank.state.describe()}{where}")
-    return Result(tuple(lines))
+    return Result((*lines, *await suspended_timeouts(session)))
+
+
+async def suspended_timeouts(session: Session) -> list[str]:
+    """The job's own process-group timeouts that ddptui raised so that pausing cannot kill the job."""
+    linked = [rank.index for rank in session.live(range(len(session.ranks))) if rank.transport.linked]
+    seen: dict[str, float] = {}
+    for reply in (await session.ask("timeouts", {}, linked, 2.0)).values():
+        if isinstance(reply, Reply) and reply.ok and isinstance(reply.value, dict):
+            seen.update(reply.value)
+    paused = {rank.index for rank in session.ranks if rank.state.at_prompt}
+    who = f"rank {min(paused)} is" if len(paused) == 1 else f"ranks {format_ranks(paused)} are"
+    while_ = f" while {who} paused" if paused else ""
+    return [
+        f"user timeout {seconds:g} s of process group {name} suspended{while_} (--pg-timeout applies)"
+        for name, seconds in sorted(seen.items())
+    ]
 
 
 @command("help", "h", "?", usage=":help", help="this list")
@@ -147,6 +163,10 @@ async def send(session: Session, line: Line) -> tuple[Broadcast | None, Result]:
         return None, Result((why,), error=True)
     if not session.live(line.targets):
         return None, Result(("no live rank to send it to",), error=True)
+    if line.force:  # `!n` also runs a collective that :until-collective held back as mismatched
+        from ddptui.core.until import release
+
+        await release(session, line.targets)
     result = await session.broadcast(line.text, line.targets)
     notes = [
         f"{line.text} not sent to rank {i}, not at a prompt ({why})" for i, why in result.skipped.items()
@@ -312,6 +332,23 @@ async def _group(session: Session, arg: str) -> Result:
         ranks = parse_ranks(spec, len(session.ranks), session.groups)
     session.groups[name] = ranks
     return Result((f"group {name}: ranks {format_ranks(ranks)}",))
+
+
+@command(
+    "until-collective",
+    "uc",
+    usage=":until-collective [!]",
+    help="run the target ranks to their next collective; show what each is about to enter, and if they agree",
+)
+async def _until_collective(session: Session, arg: str) -> Result:
+    """Run to the next collective and compare it across ranks (behind the divergence guard)."""
+    from ddptui.core.until import until_collective  # it builds on this module's Result
+
+    spread = session.divergence()
+    if spread and arg != "!":
+        why = f"not sent: the ranks stand at different places ({spread}); :until-collective ! runs anyway"
+        return Result((why,), error=True)
+    return await until_collective(session)
 
 
 @command("quit", "q", "exit", usage=":quit", help="end every rank and leave")

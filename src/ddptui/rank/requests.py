@@ -14,7 +14,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from ddptui.rank import ddp, debugger, until
+from ddptui.rank import ddp, debugger, timeouts, until
 from ddptui.rank.protocol import STATE_DIR_ENV, Frame, Message, Reply, Request, is_library
 
 REPR_LIMIT = 2000
@@ -181,5 +181,6 @@ HANDLERS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "until_collective": until.handle,
     "save_collectives": lambda args: save_collectives(),
     "ddp": ddp.ddp,
+    "timeouts": lambda args: timeouts.user_timeouts(),
 }
 """Request kinds and their handlers."""
