@@ -130,7 +130,7 @@ async def run_line(session: Session, line: str, transcript: Transcript) -> bool:
     print(f"(ddptui) {inert(line.strip())}", file=transcript.out)
     if parsed.kind == "ddptui":
         result = await commands.run(session, parsed.text)
-        transcript.flush()  # what ranks printed meanwhile (`:until-collective` lets them run)
+        transcript.flush({rank.index: result.sent for rank in session.ranks} if result.sent else None)
         for text in result.lines:
             transcript.note(text)
         return not result.quit

@@ -6,6 +6,7 @@ log. `q`, `quit` and `exit` typed bare mean `:quit` in both.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
@@ -25,6 +26,8 @@ class Result:
     lines: tuple[str, ...] = ()
     error: bool = False
     quit: bool = False
+    sent: str = ""
+    """The pdb command the command broadcast, if any (a transcript drops pdb's echo of it)."""
     tables: tuple[tuple[str, Comparison], ...] = ()
     """Cross-rank tables behind the lines (`:compare EXPR`, `watch EXPR`), for front ends that draw them."""
 
@@ -348,7 +351,7 @@ async def _until_collective(session: Session, arg: str) -> Result:
     if spread and arg != "!":
         why = f"not sent: the ranks stand at different places ({spread}); :until-collective ! runs anyway"
         return Result((why,), error=True)
-    return await until_collective(session)
+    return dataclasses.replace(await until_collective(session), sent="c")
 
 
 @command("quit", "q", "exit", usage=":quit", help="end every rank and leave")
