@@ -40,6 +40,7 @@ def build_parser() -> Parser:
         prog="ddptui",
         description="Run a PyTorch distributed job with one pdb pane per rank.",
         usage="ddptui [options] (SCRIPT | -m MODULE) [ARGS...]",
+        epilog="ddptui attach PID: a job already running, read-only (see ddptui attach --help)",
         allow_abbrev=False,
     )
     add = parser.add_argument
@@ -196,6 +197,10 @@ async def guarded(main: asyncio.Future[int] | asyncio.Task[int]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `ddptui` command."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["attach"]:  # a job already running; a script named attach runs as ./attach
+        from ddptui.core.attach import main as attach
+
+        return attach(argv[1:])
     try:
         spec, options = parse_spec(argv)
         if options.batch is not None:
