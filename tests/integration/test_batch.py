@@ -51,8 +51,8 @@ def test_crash_opens_post_mortem_and_names_innermost_error(ddptui: Runner) -> No
     assert result.returncode == 1
     crashed = rank_lines(result.stdout, 1)
     assert "NameError: name 'c' is not defined" in crashed
-    answers = result.stdout.split("(ddptui) @1 p rank\n")[1].splitlines()
-    assert answers[0] == "[rank 1] 1"
+    answers = result.stdout.split("(ddptui) @1 p rank\n")[1].split("(ddptui)")[0].splitlines()
+    assert "[rank 1] 1" in answers  # (a verdict line found meanwhile may come first)
     where = result.stdout.split("(ddptui) @1 w\n")[1].split("\nrank 0: ")[0]
     assert "name_error.py(14)<module>()" in where and "runpy" not in where and "ddptui" not in where
     states = summary(result.stdout)

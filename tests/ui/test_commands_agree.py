@@ -36,6 +36,7 @@ LINES = [
     ":group",
     ":ddp-check",
     ":collectives",
+    ":stacks",
     ":nosuch",
     ":ranks 7",
     "@9 p 1",

@@ -14,6 +14,7 @@ from ddptui.core.collectives import collectives_table
 from ddptui.core.compare import Answer, Comparison, compare
 from ddptui.core.ddp_check import ddp_check
 from ddptui.core.session import Broadcast, Session
+from ddptui.core.stack_tree import stacks_lines
 from ddptui.core.state import Phase
 from ddptui.core.targets import Line, TargetError, format_ranks, parse_ranks
 from ddptui.rank.protocol import Frame, Reply
@@ -352,6 +353,16 @@ async def _until_collective(session: Session, arg: str) -> Result:
         why = f"not sent: the ranks stand at different places ({spread}); :until-collective ! runs anyway"
         return Result((why,), error=True)
     return dataclasses.replace(await until_collective(session), sent="c")
+
+
+@command(
+    "stacks",
+    usage=":stacks [--all] [RANKS]",
+    help="one tree of every target rank's stack, odd branches marked, waits annotated with their collective",
+)
+async def _stacks(session: Session, arg: str) -> Result:
+    """The merged stack tree (library frames folded unless --all)."""
+    return Result(tuple(await stacks_lines(session, arg)))
 
 
 @command("quit", "q", "exit", usage=":quit", help="end every rank and leave")

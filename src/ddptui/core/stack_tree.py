@@ -381,7 +381,7 @@ async def stacks_lines(session: Session, arg: str = "", width: int = WIDTH) -> l
     words = arg.split()
     everything = "--all" in words
     spec = " ".join(word for word in words if word != "--all")
-    targets = parse_ranks(spec, len(session.ranks)) if spec else None
+    targets = parse_ranks(spec, len(session.ranks), session.groups) if spec else None
     return render(await merged(session, targets, collapse=not everything), width)
 
 
