@@ -53,7 +53,7 @@ def test_crash_opens_post_mortem_and_names_innermost_error(ddptui: Runner) -> No
     assert "NameError: name 'c' is not defined" in crashed
     answers = result.stdout.split("(ddptui) @1 p rank\n")[1].split("(ddptui)")[0].splitlines()
     assert "[rank 1] 1" in answers  # (a verdict line found meanwhile may come first)
-    where = result.stdout.split("(ddptui) @1 w\n")[1].split("\nrank 0: ")[0]
+    where = "\n".join(rank_lines(result.stdout.split("(ddptui) @1 w\n")[1], 1))
     assert "name_error.py(14)<module>()" in where and "runpy" not in where and "ddptui" not in where
     states = summary(result.stdout)
     assert (
