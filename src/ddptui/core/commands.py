@@ -14,7 +14,7 @@ from ddptui.core.collectives import collectives_table
 from ddptui.core.compare import Answer, Comparison, compare
 from ddptui.core.ddp_check import ddp_check
 from ddptui.core.session import Broadcast, Session
-from ddptui.core.stack_tree import stacks_lines
+from ddptui.core.stack_tree import Node, render, stacks_node
 from ddptui.core.state import Phase
 from ddptui.core.targets import Line, TargetError, format_ranks, parse_ranks
 from ddptui.rank.protocol import Frame, Reply
@@ -30,6 +30,8 @@ class Result:
     sent: str = ""
     """The pdb command the command broadcast, if any (a transcript drops pdb's echo of it)."""
     tables: tuple[tuple[str, Comparison], ...] = ()
+    stack: Node | None = None
+    """The merged stack tree behind `:stacks`' lines, for front ends that draw it."""
     """Cross-rank tables behind the lines (`:compare EXPR`, `watch EXPR`), for front ends that draw them."""
 
 
@@ -362,7 +364,8 @@ async def _until_collective(session: Session, arg: str) -> Result:
 )
 async def _stacks(session: Session, arg: str) -> Result:
     """The merged stack tree (library frames folded unless --all)."""
-    return Result(tuple(await stacks_lines(session, arg)))
+    node = await stacks_node(session, arg)
+    return Result(tuple(render(node, WIDTH)), stack=node)
 
 
 @command("quit", "q", "exit", usage=":quit", help="end every rank and leave")

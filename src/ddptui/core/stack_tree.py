@@ -374,15 +374,17 @@ async def merged(session: Session, targets: Iterable[int] | None = None, collaps
 
 
 async def stacks_lines(session: Session, arg: str = "", width: int = WIDTH) -> list[str]:
-    """`:stacks [--all] [RANKS]`: the merged tree as lines; `--all` keeps library frames unfolded.
+    """`:stacks [--all] [RANKS]`: the merged tree as lines; `--all` keeps library frames unfolded."""
+    return render(await stacks_node(session, arg), width)
 
-    Raises TargetError for anything else in `arg` (it is read as a rank list).
-    """
+
+async def stacks_node(session: Session, arg: str = "") -> Node:
+    """`:stacks [--all] [RANKS]`'s merged tree. Raises TargetError for anything else in `arg`."""
     words = arg.split()
     everything = "--all" in words
     spec = " ".join(word for word in words if word != "--all")
     targets = parse_ranks(spec, len(session.ranks), session.groups) if spec else None
-    return render(await merged(session, targets, collapse=not everything), width)
+    return await merged(session, targets, collapse=not everything)
 
 
 __all__ = [

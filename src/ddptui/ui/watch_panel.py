@@ -5,7 +5,9 @@ from __future__ import annotations
 from textual.containers import VerticalScroll
 
 from ddptui.core.compare import Comparison
+from ddptui.core.stack_tree import Node
 from ddptui.ui.compare_table import CompareTable
+from ddptui.ui.stack_tree import StackTree
 
 
 class WatchPanel(VerticalScroll):
@@ -34,6 +36,15 @@ class WatchPanel(VerticalScroll):
         """Start hidden."""
         self.add_class("-empty")
 
+    def show_stack(self, node: Node) -> None:
+        """Show `:stacks`' tree on top of the panel (replacing an older one) and focus it."""
+        for old in self.query(StackTree):
+            old.remove()
+        tree = StackTree(node)
+        self.mount(tree, before=0 if self.children else None)
+        self.remove_class("-empty")
+        tree.focus()
+
     def show(self, tables: tuple[tuple[str, Comparison], ...]) -> None:
         """Take the tables of a command's result: a `:compare` replaces the last one, watch tables
         replace the watches (an empty table means no watches are left)."""
@@ -46,11 +57,11 @@ class WatchPanel(VerticalScroll):
         if watches:
             self.watched = [table for table in watches if table[1].rows]
         shown = ([self.compared] if self.compared else []) + self.watched
-        self.remove_children()
+        self.remove_children(CompareTable)
         widgets = []
         for title, comparison in shown:
             widget = CompareTable()
             widget.title, widget.comparison = title, comparison
             widgets.append(widget)
         self.mount_all(widgets)
-        self.set_class(not widgets, "-empty")
+        self.set_class(not widgets and not self.query(StackTree), "-empty")
