@@ -28,6 +28,7 @@ def test_rank_side_is_standard_library_only() -> None:
     code = (
         "import sys; before = set(sys.modules); "
         "import ddptui.rank.debugger, ddptui.rank.link, ddptui.rank.requests, ddptui.rank.__main__; "
+        "import ddptui.rank.wrapped, ddptui.rank.relay, ddptui.rank.spawns; "
         "new = {m.split('.')[0] for m in set(sys.modules) - before}; "
         "extra = {m for m in new - set(sys.stdlib_module_names) - {'ddptui'} "
         "if not m.startswith('_sysconfigdata')}; "

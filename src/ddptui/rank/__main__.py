@@ -17,9 +17,9 @@ import threading
 import traceback
 from typing import IO, Any
 
-from ddptui.rank import collectives, debugger, fatal, requests, timeouts
+from ddptui.rank import collectives, debugger, fatal, requests, spawns, timeouts
 from ddptui.rank.link import link
-from ddptui.rank.protocol import STATE_DIR_ENV, Crashed, Exited, Frame, Identity
+from ddptui.rank.protocol import STATE_DIR_ENV, Crashed, Exited, Frame, Identity, StartsRanks
 
 
 def stack_dump_file(rank: int) -> IO[Any]:
@@ -98,6 +98,7 @@ def run(argv: list[str]) -> int:
         fatal.install(os.path.join(state_dir, f"fatal-{rank}.txt"))
     collectives.install_wrappers_on_import()
     timeouts.install_on_import()
+    spawns.refuse_in_rank(link.send, StartsRanks(spawns.LAUNCHER))
     link.connect(identity(rank))
     try:
         if argv[0] == "-m":

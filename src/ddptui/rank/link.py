@@ -9,9 +9,11 @@ main thread does: sitting at a prompt, blocked in a collective, or running the u
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
+from collections.abc import Callable
 
 from ddptui.rank import protocol
 from ddptui.rank.protocol import Hello, Identity, Message, ProtocolError, Request
@@ -25,7 +27,14 @@ class Link:
         self._token = token
         self._sock: socket.socket | None = None
         self._lock = threading.Lock()
+        self.on_message: Callable[[Message], None] | None = None
+        """Called on the link's thread with every message from the core that is not a `Request`."""
         os.register_at_fork(after_in_child=self._forget)
+
+    @property
+    def connected(self) -> bool:
+        """True while the core is reachable (after a good `connect`, until either side hangs up)."""
+        return self._sock is not None
 
     def connect(self, identity: Identity) -> None:
         """Say hello and start serving requests; a failure leaves the rank undebugged, not dead."""
@@ -76,6 +85,16 @@ class Link:
                     continue
                 if isinstance(message, Request):
                     requests.answer_later(message, self.send)
+                elif self.on_message is not None:
+                    self.on_message(message)
+
+    def close(self) -> None:
+        """Hang up for good (a shutdown: the core sees the end even while forked children hold the socket)."""
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
 
     def _forget(self) -> None:
         """In a forked child: the socket belongs to the parent, whose rank this process is not."""

@@ -1,7 +1,9 @@
 """The rank ↔ core protocol: typed, versioned messages as JSON lines. Standard library only.
 
 Imported by both sides. Ranks send events (`Hello`, `Paused`, `Running`, `Crashed`, `Exited`) and
-`Reply`s; the core sends `Request`s, each answered by one `Reply` with the same id. The first
+`Reply`s; the core sends `Request`s, each answered by one `Reply` with the same id. Ranks of a job
+ddptui did not spawn carry their terminal over the link too (`Output` out, `Input` and `Resize`
+in), and a rank that starts ranks of its own says so (`StartsRanks`). The first
 message of every connection is a `Hello` carrying the session's secret token: nothing sent before
 a good `Hello`, or on a connection whose token is wrong, is believed.
 """
@@ -200,8 +202,46 @@ class Reply(Message):
     error: str = ""
 
 
+@dataclass(frozen=True)
+class Output(Message):
+    """Bytes the rank's terminal printed (a rank ddptui did not spawn relays its own pty).
+
+    `data` is the bytes as latin-1 text: one character per byte, so any byte survives JSON, and
+    the ASCII that terminals mostly print costs no more than itself.
+    """
+
+    KIND: ClassVar[str] = "output"
+    data: str
+
+
+@dataclass(frozen=True)
+class Input(Message):
+    """Bytes typed into the rank's terminal, as latin-1 text (core to rank)."""
+
+    KIND: ClassVar[str] = "input"
+    data: str
+
+
+@dataclass(frozen=True)
+class Resize(Message):
+    """The rank's terminal size (core to rank)."""
+
+    KIND: ClassVar[str] = "resize"
+    columns: int
+    lines: int
+
+
+@dataclass(frozen=True)
+class StartsRanks(Message):
+    """The rank is about to start ranks of its own (`launcher`: `torch.multiprocessing.spawn`)."""
+
+    KIND: ClassVar[str] = "starts_ranks"
+    launcher: str
+
+
 MESSAGES: dict[str, type[Message]] = {
-    cls.KIND: cls for cls in (Hello, Paused, Running, Crashed, Exited, Request, Reply)
+    cls.KIND: cls
+    for cls in (Hello, Paused, Running, Crashed, Exited, Request, Reply, Output, Input, Resize, StartsRanks)
 }
 
 _CHECKS: dict[str, Any] = {
