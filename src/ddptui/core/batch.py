@@ -11,7 +11,7 @@ from ddptui.core import commands
 from ddptui.core.answers import answer_lines, tagged
 from ddptui.core.batch_input import BatchInputError
 from ddptui.core.session import Session
-from ddptui.core.state import RankState
+from ddptui.core.state import NO_STATUS, RankState
 from ddptui.core.targets import TargetError
 from ddptui.core.text import inert, terminal_lines
 
@@ -36,13 +36,15 @@ class Transcript:
         self.session = session
         self.out = out
         self.collapse = collapse
-        self._printed = [0] * len(session.ranks)
+        self._printed: dict[int, int] = {}
+        """Output offset printed so far, per rank (-1: a wrapped job's launcher)."""
 
     def flush(self, echo: dict[int, str] | None = None) -> None:
         """Print what every rank printed since the last flush, identical answers once (`[ranks 0-3]`)."""
+        self._flush_launcher()
         per_rank: dict[int, list[str]] = {}
         for rank in self.session.ranks:
-            dropped, data = rank.output.since_with_gap(self._printed[rank.index])
+            dropped, data = rank.output.since_with_gap(self._printed.get(rank.index, 0))
             self._printed[rank.index] = rank.output.end
             lines = answer_lines(data, rank.prompt, (echo or {}).get(rank.index))
             if dropped:
@@ -51,6 +53,19 @@ class Transcript:
         for line in tagged(per_rank, self.collapse):
             print(line, file=self.out)
         self.out.flush()
+
+    def _flush_launcher(self) -> None:
+        """A wrapped job's launcher's complete lines since the last flush, as `[launcher] ...`."""
+        launcher = self.session.launcher
+        if launcher is None:
+            return
+        start = max(self._printed.get(-1, 0), launcher.output.start)
+        data = launcher.output.since(start)
+        if launcher.alive:
+            data = data[: data.rfind(b"\n") + 1]  # a partial line waits for its end
+        self._printed[-1] = start + len(data)
+        for line in terminal_lines(data):
+            print(f"[launcher] {line}", file=self.out)
 
     def note(self, text: str) -> None:
         """Print a line from ddptui itself."""
@@ -61,7 +76,7 @@ def exit_status(states: list[RankState]) -> int:
     """0 when every rank exited 0; else the first failing rank's status (128+N for signal N)."""
     for state in states:
         code = state.exit_code
-        if state.ended_by_ddptui:
+        if state.ended_by_ddptui or code == NO_STATUS:
             return 1
         if code:
             return 128 - code if code < 0 else code
@@ -90,6 +105,7 @@ async def run(
             await replay(session, lines, transcript)
             await session.wait_settled(range(len(session.ranks)))
             await session.settle()
+            await session.wait_launcher()
     except TimeoutError:
         timed_out = True
         transcript.note(f"--timeout {timeout:g} s reached: ending every rank")
@@ -101,12 +117,14 @@ async def run(
         out.flush()
     if timed_out:
         return TIMED_OUT
-    status = exit_status([rank.state for rank in session.ranks])
+    launcher = [session.launcher.state] if session.launcher is not None else []
+    status = exit_status([rank.state for rank in session.ranks] + launcher)
     return 1 if status == 0 and session.verdicts.mismatched else status
 
 
 async def replay(session: Session, lines: AsyncIterator[str], transcript: Transcript) -> None:
     """Print the ranks' first output, then run each line; stops early at `:quit`."""
+    await session.wait_started()
     await session.wait_settled()
     transcript.flush()
     report_early_deaths(session)

@@ -35,6 +35,7 @@ class Connection(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
         self.peer_pid = 0
         """The pid the kernel says is at the other end (SO_PEERCRED), not the one claimed."""
+        self._fd = -1
         self.on_close: Callable[[], None] = lambda: None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -42,6 +43,7 @@ class Connection(asyncio.Protocol):
         self._transport = transport  # type: ignore[assignment]
         sock = transport.get_extra_info("socket")
         if sock is not None:
+            self._fd = sock.fileno()
             creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
             self.peer_pid = struct.unpack("3i", creds)[0]
         self._server.connections.add(self)
@@ -100,6 +102,11 @@ class Connection(asyncio.Protocol):
         """From now on, every event on this connection goes to `sink`."""
         self._sink = sink
 
+    def send(self, message: Message) -> None:
+        """Send one message that wants no reply (a relayed rank's `Input`, `Resize`); dropped once closed."""
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.write(message.encode())
+
     async def request(self, kind: str, args: dict[str, object], timeout: float) -> Reply:
         """Send a request and wait for its reply; TimeoutError after `timeout` (+ a margin)."""
         if self._transport is None or self._transport.is_closing():
@@ -124,7 +131,9 @@ class Connection(asyncio.Protocol):
         self.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        """Forget the connection; pending requests fail."""
+        """Read what the rank sent last, then forget the connection; pending requests fail."""
+        if exc is not None:
+            self._read_rest()
         self._server.connections.discard(self)
         if self._timer is not None:
             self._timer.cancel()
@@ -133,6 +142,24 @@ class Connection(asyncio.Protocol):
                 waiter.set_exception(ConnectionError("the rank's link closed"))
         self._replies.clear()
         self.on_close()
+
+    def _read_rest(self) -> None:
+        """Take the lines still unread when a write failed (the rank hung up as a request went out).
+
+        asyncio stops reading a transport whose write failed, leaving what the rank sent just
+        before it closed (its `Exited`) unread; the socket stays open until this returns.
+        """
+        while self._fd >= 0 and self._sink is not None:
+            try:
+                data = os.read(self._fd, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            *lines, rest = (self._buffer + data).split(b"\n")
+            self._buffer = bytearray(rest)
+            for line in lines:
+                self._line(bytes(line))
 
     def close(self) -> None:
         """Drop the connection."""

@@ -37,6 +37,12 @@ class LaunchSpec:
     env: dict[str, str] = field(default_factory=dict)
     columns: int = 80
     lines: int = 24
+    command: tuple[str, ...] = ()
+    """Wrap mode (`ddptui -- COMMAND`): the command that launches the job; its ranks connect to ddptui."""
+    run_id: str | None = None
+    """`TORCHELASTIC_RUN_ID` (`--rdzv-id`); a new one when None."""
+    role: str = "default"
+    """`ROLE_NAME` (`--role`)."""
 
     def argv(self) -> list[str]:
         """The command line of one rank process."""
@@ -59,6 +65,11 @@ def check_port(addr: str, port: int) -> None:
             sock.bind((addr, port))
         except OSError as exc:
             raise LaunchError(f"--master-port {port} is busy on {addr}: {exc.strerror}") from None
+
+
+def package_parent() -> str:
+    """The directory holding the `ddptui` package (a source tree's `src`, or site-packages)."""
+    return _PACKAGE_PARENT
 
 
 def python_path(existing: str | None) -> str | None:
@@ -87,7 +98,7 @@ def rank_env(spec: LaunchSpec, rank: int, port: int, run_id: str, link: Link) ->
         LOCAL_RANK=str(rank),
         GROUP_RANK="0",
         ROLE_RANK=str(rank),
-        ROLE_NAME="default",
+        ROLE_NAME=spec.role,
         WORLD_SIZE=str(spec.nproc),
         LOCAL_WORLD_SIZE=str(spec.nproc),
         ROLE_WORLD_SIZE=str(spec.nproc),

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ddptui.core.collectives import Verdict
-from ddptui.core.state import RankState
+from ddptui.core.state import NO_STATUS, RankState
 
 ROOT = "← root cause"
 """The mark of the root cause in a summary."""
@@ -55,7 +55,7 @@ class Failure:
         crash = self.state.crash
         if crash is not None:
             return bool(CONSEQUENCES.search(f"{crash.type}: {crash.message}"))
-        return self.state.exit_code == -signal.SIGTERM
+        return self.state.exit_code in (-signal.SIGTERM, NO_STATUS)  # a launcher ends the others
 
 
 def failed(state: RankState) -> bool:

@@ -13,11 +13,12 @@ from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ddptui.core import launch
+from ddptui.core import launch, wrap
 from ddptui.core.channel import ChannelServer, Connection
 from ddptui.core.compare import Comparison
 from ddptui.core.ddp_check import UNUSED_ERROR, explain_unused
 from ddptui.core.fatal import fatal_site
+from ddptui.core.linked import LinkedRank
 from ddptui.core.local import LocalJob, LocalRank, SpawnError
 from ddptui.core.logs import SessionLog
 from ddptui.core.rank import Rank
@@ -26,9 +27,9 @@ from ddptui.core.stalls import IDLE_WINDOW, StallWatch
 from ddptui.core.state import Phase, RankState
 from ddptui.core.targets import EXECUTION_COMMANDS, Line, format_ranks, parse_line, parse_ranks
 from ddptui.core.text import inert
-from ddptui.core.transport import RequestError
+from ddptui.core.transport import RankTransport, RequestError
 from ddptui.core.verdicts import VerdictWatch
-from ddptui.rank.protocol import Hello, Reply
+from ddptui.rank.protocol import Hello, Message, Reply, StartsRanks
 
 TICK = 0.1
 """Seconds between checks for stalled ranks and overdue prompts."""
@@ -82,6 +83,11 @@ class Session:
         self.on_state: list[Callable[[int, RankState], None]] = []
         self.on_notice: list[Callable[[str], None]] = []
         """Called with lines the user should see: refused connections, logging failures."""
+        self.on_world: list[Callable[[int], None]] = []
+        """Wrap mode: called once with the world size, right after the ranks exist (as placeholders)."""
+        self.launcher: wrap.Launcher | None = None
+        """Wrap mode: the command that launches the job (None for a job ddptui spawns itself)."""
+        self._arrived_at: float | None = None
         self.notices: list[str] = []
         self.port = 0
         self.outstanding: frozenset[int] = frozenset()
@@ -118,11 +124,11 @@ class Session:
     async def start(self) -> None:
         """Open the logs and the rank link server, start the watchdog, then spawn every rank."""
         spec = self.spec
-        if spec.master_port is not None:
+        if spec.master_port is not None and not spec.command:
             launch.check_port(spec.master_addr, spec.master_port)
         self.port = spec.master_port or launch.free_port(spec.master_addr)
         self._loop = asyncio.get_running_loop()
-        if spec.log_dir:
+        if spec.log_dir and not spec.command:
             self._log = SessionLog(spec.log_dir, spec.nproc, on_failure=self.log)
             self.on_output.append(self._log.output)
             self.on_state.append(self._log.state)
@@ -135,7 +141,11 @@ class Session:
         self._job = LocalJob(self._dir)
         self._job.start(dict(os.environ, PYTHONPATH=launch.python_path(os.environ.get("PYTHONPATH")) or ""))
         link = launch.Link(self._server.path, self._dir, token)
-        run_id = launch.new_run_id()
+        if spec.command:
+            self._start_launcher(link)
+            self._spawn_task(self._watch())
+            return
+        run_id = spec.run_id or launch.new_run_id()
         for index in range(spec.nproc):
             env = launch.rank_env(spec, index, self.port, run_id, link)
             try:
@@ -145,13 +155,83 @@ class Session:
             self._add_rank(index, transport)
         self._spawn_task(self._watch())
 
-    def _add_rank(self, index: int, transport: LocalRank) -> None:
-        """Track a spawned rank: its output, its events, its exit."""
+    def _add_rank(self, index: int, transport: RankTransport) -> None:
+        """Track a rank: its output, its events, its exit."""
         rank = Rank(index, transport, self._state_changed)
-        transport.dump_path = os.path.join(self._dir, f"stack-{index}.txt")
+        if isinstance(transport, LocalRank):
+            transport.dump_path = os.path.join(self._dir, f"stack-{index}.txt")
         transport.on_output = lambda data: self._output(rank, data)
+        transport.on_message = lambda message: self._message(rank, message)
         rank.fatal_dump = lambda: self._fatal(rank)
         self.ranks.append(rank)
+
+    def _message(self, rank: Rank, message: Message) -> None:
+        """An event from a rank's link: the rank's, except a launcher started inside it (said once)."""
+        if isinstance(message, StartsRanks):
+            advice = wrap.spawn_advice(self.spec, message.launcher)
+            if advice not in self.notices:
+                self.log(advice)
+            return
+        rank.on_message(message)
+
+    # -- wrap mode: the job's own launcher, and ranks that arrive ---------------------------
+    def _start_launcher(self, link: launch.Link) -> None:
+        """Run the job's launcher in a pty, with the hook that makes its ranks connect."""
+        assert self._job is not None
+        spec = self.spec
+        env = wrap.launcher_env(spec, link, wrap.hook_dir(self._dir))
+        try:
+            transport = self._job.spawn(list(spec.command), env, spec.cwd, (spec.columns, spec.lines))
+        except SpawnError as exc:
+            raise launch.LaunchError(str(exc)) from None
+        self.launcher = wrap.Launcher(transport, self._notify)
+        self.launcher.on_exit.append(lambda status: self._launcher_exited())
+
+    def _launcher_exited(self) -> None:
+        """The launcher is gone: ranks that never connected never will."""
+        for rank in self.ranks:
+            if isinstance(rank.transport, LinkedRank):
+                rank.transport.never_linked()
+
+    def _arrived(self, connection: Connection, hello: Hello) -> bool:
+        """Bind a wrapped rank's link to the rank it says it is; the first one makes the world."""
+        if not self.ranks and hello.identity.world_size > 0:
+            self._world(hello.identity.world_size)
+        refused = wrap.bind(self.ranks, connection, hello)
+        if refused:
+            self.log(f"refused a link from pid {connection.peer_pid} claiming {refused}")
+            connection.close()
+        else:
+            self._arrived_at = self._arrived_at or time.monotonic()
+        return True  # handled: a refusal is said here, in words that fit
+
+    def _world(self, size: int) -> None:
+        """The job's size is known: a placeholder rank each, until its process connects."""
+        for index in range(size):
+            self._add_rank(index, LinkedRank())
+        if self.spec.log_dir:
+            self._log = SessionLog(self.spec.log_dir, size, on_failure=self.log)
+            self.on_output.append(self._log.output)
+            self.on_state.append(self._log.state)
+        for callback in self.on_world:
+            callback(size)
+
+    async def wait_launcher(self, timeout: float = 10.0) -> None:
+        """Wrap mode: once no rank is alive, give the launcher `timeout` seconds to exit on its own."""
+        launcher = self.launcher
+        if launcher is not None and not self.live(range(len(self.ranks))):
+            await self.wait_until(lambda: not launcher.alive, timeout)
+
+    async def wait_started(self) -> None:
+        """Wrap mode: wait until the job's ranks connected (at most ARRIVAL_GRACE after the first one),
+        or its launcher is gone."""
+        launcher = self.launcher
+        if launcher is None:
+            return
+        await self.wait_until(lambda: not launcher.alive or wrap.arrived(self.ranks, self._arrived_at))
+        missing = {rank.index for rank in self.ranks if wrap.absent(rank) and rank.state.alive}
+        if missing:
+            self.log(f"ranks {format_ranks(missing)} have not connected to ddptui (on another node?)")
 
     def _fatal(self, rank: Rank) -> str | None:
         """Show the stack a rank dumped as it died of a fatal signal; say where it died."""
@@ -167,6 +247,8 @@ class Session:
 
     def _hello(self, connection: Connection, hello: Hello) -> bool:
         """Bind an authenticated link to the rank whose process is at the other end."""
+        if self.launcher is not None:
+            return self._arrived(connection, hello)
         for rank in self.ranks:
             transport = rank.transport
             if isinstance(transport, LocalRank) and transport.pid == connection.peer_pid:
@@ -239,7 +321,7 @@ class Session:
             now = time.monotonic()
             if now - sampled >= IDLE_WINDOW:
                 sampled = now
-                await asyncio.to_thread(self._job.sample)  # a process scan never runs on the loop
+                await asyncio.to_thread(self._sample)  # a process scan never runs on the loop
                 for rank in self._stalls.sample(self.ranks, time.monotonic()):
                     rank.resumed()
             for rank in self.ranks:
@@ -247,6 +329,14 @@ class Session:
                     self._spawn_task(self._stalls.mark_waiting(rank))
             self._notify()
             await asyncio.sleep(TICK)
+
+    def _sample(self) -> None:
+        """CPU samples of every rank's process tree, spawned or linked (blocking)."""
+        assert self._job is not None
+        self._job.sample()
+        for rank in self.ranks:
+            if isinstance(rank.transport, LinkedRank):
+                rank.transport.sample()
 
     # -- input ------------------------------------------------------------------------------
     def send_input(self, index: int, data: bytes) -> None:
@@ -277,7 +367,11 @@ class Session:
     def live(self, targets: Iterable[int] | None = None) -> list[Rank]:
         """The live ranks among `targets` (default: the session's target set)."""
         wanted = self.targets if targets is None else frozenset(targets)
-        return [r for r in self.ranks if r.state.alive and (wanted is None or r.index in wanted)]
+        return [
+            r
+            for r in self.ranks
+            if r.state.alive and not wrap.absent(r) and (wanted is None or r.index in wanted)
+        ]
 
     def all_settled(self, ranks: Iterable[Rank]) -> bool:
         """True when each rank is at its prompt, waiting (stalled) or gone."""
@@ -363,9 +457,12 @@ class Session:
         lines = []
         for rank in first + [r for r in self.ranks if r not in first]:
             mark = f"  {marks[rank.index]}" if rank.index in marks else ""
-            lines.append(f"rank {rank.index}: {inert(rank.state.describe())}{mark}")
+            state = "never connected to ddptui" if wrap.absent(rank) else rank.state.describe()
+            lines.append(f"rank {rank.index}: {inert(state)}{mark}")
             if hint := rank.hint():
                 lines.append(f"  hint: {hint}")
+        if self.launcher is not None:
+            lines.append(inert(self.launcher.describe()))
         return lines
 
     def set_targets(self, spec: str) -> str:
@@ -393,7 +490,11 @@ class Session:
             await self.ask("save_collectives", {}, linked, 3.0)
         for rank in self.ranks:
             rank.ending()
+        if self.launcher is not None:
+            self.launcher.ending()
         if self._job is not None:
+            if self.launcher is not None and self.launcher.alive:
+                grace = max(grace, wrap.LAUNCHER_GRACE)
             await asyncio.to_thread(self._job.end, grace)
             everyone = range(len(self.ranks))
             await self.wait_until(lambda: not self.live(everyone), 2.0)

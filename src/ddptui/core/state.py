@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ddptui.rank.protocol import Frame, short_path
 
-__all__ = ["Crash", "Frame", "Phase", "RankState", "describe_exit", "short_path"]
+__all__ = ["NO_STATUS", "Crash", "Frame", "Phase", "RankState", "describe_exit", "short_path"]
 
 
 class Phase(enum.Enum):
@@ -43,8 +43,15 @@ class Crash:
         return f"{text} ({self.where})" if self.where else text
 
 
+NO_STATUS = -1000
+"""The exit status of a rank ddptui did not spawn whose link closed without saying how it exited
+(killed by a signal, or `os._exit`): not ddptui's child, so the kernel's status is not ddptui's."""
+
+
 def describe_exit(code: int) -> str:
     """`exited 3`, or `killed by SIGKILL` for a negative (signal) status."""
+    if code == NO_STATUS:
+        return "gone (no exit status: killed, or os._exit)"
     if code < 0:
         try:
             return f"killed by {signal.Signals(-code).name}"
