@@ -6,12 +6,13 @@ import argparse
 import asyncio
 import math
 import os
+import shutil
 import signal
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from ddptui import __version__
+from ddptui import __version__, torchrun_options
 from ddptui.core import batch, batch_input
 from ddptui.core.batch_input import BatchInputError
 from ddptui.core.launch import LaunchError, LaunchSpec
@@ -39,7 +40,7 @@ def build_parser() -> Parser:
     parser = Parser(
         prog="ddptui",
         description="Run a PyTorch distributed job with one pdb pane per rank.",
-        usage="ddptui [options] (SCRIPT | -m MODULE) [ARGS...]",
+        usage="ddptui [options] (SCRIPT | -m MODULE) [ARGS...]  |  ddptui [options] -- COMMAND...",
         epilog="ddptui attach PID: a job already running, read-only (see ddptui attach --help)",
         allow_abbrev=False,
     )
@@ -57,6 +58,7 @@ def build_parser() -> Parser:
     add("--master-addr", "--master_addr", default="127.0.0.1", metavar="ADDR", help="default 127.0.0.1")
     add("--master-port", "--master_port", type=int, default=None, metavar="PORT", help="default: a free port")
     add("--standalone", action="store_true", help="accepted for torchrun compatibility")
+    torchrun_options.add_options(parser)
     add(
         "--log-dir",
         "--log_dir",
@@ -107,6 +109,11 @@ def build_parser() -> Parser:
 
 def parse_spec(argv: Sequence[str]) -> tuple[LaunchSpec, argparse.Namespace]:
     """Turn the command line into a LaunchSpec, or raise UsageError."""
+    if "--" in argv:
+        head = build_parser().parse_args(argv[: argv.index("--")])
+        command = list(argv[argv.index("--") + 1 :])
+        if head.script is None and not old_script_form(command):
+            return wrap_spec(head, argv[: argv.index("--")], command), head
     options = build_parser().parse_args(argv)
     if options.demo and options.script is None:
         options.script = DEMO_SCRIPT
@@ -116,8 +123,34 @@ def parse_spec(argv: Sequence[str]) -> tuple[LaunchSpec, argparse.Namespace]:
         raise UsageError("no script given (usage: ddptui [options] SCRIPT [ARGS...])")
     if options.nproc_per_node < 1:
         raise UsageError(f"--nproc-per-node must be at least 1, not {options.nproc_per_node}")
-    if options.nnodes not in ("1", "1:1") or options.node_rank != 0:
-        raise UsageError("only single-node jobs are supported (--nnodes 1)")
+    check_session_options(options)
+    if options.master_port is not None and not 0 < options.master_port < 65536:
+        raise UsageError(f"--master-port {options.master_port} is not a port number")
+    if not options.module and not options.no_python:
+        check_script(options.script)
+    if torchrun_options.needs_torchrun(options):  # torchrun launches it; its workers connect to ddptui
+        return wrap_spec(options, [], torchrun_options.torchrun_command(options)), options
+    master_addr, master_port = torchrun_options.master(options)
+    if master_port is not None and not 0 < master_port < 65536:
+        raise UsageError(f"--rdzv-endpoint port {master_port} is not a port number")
+    spec = LaunchSpec(
+        target=options.script,
+        args=tuple(options.args),
+        module=options.module,
+        nproc=options.nproc_per_node,
+        master_addr=master_addr,
+        master_port=master_port,
+        stall_timeout=options.stall_timeout,
+        pg_timeout=options.pg_timeout,
+        log_dir=options.log_dir,
+        run_id=options.rdzv_id,
+        role=options.role or "default",
+    )
+    return spec, options
+
+
+def check_session_options(options: argparse.Namespace) -> None:
+    """ddptui's own options, whatever launches the job: raise UsageError on a bad one."""
     if not math.isfinite(options.stall_timeout) or options.stall_timeout <= 0:
         raise UsageError(f"--stall-timeout must be a positive number of seconds, not {options.stall_timeout}")
     if not math.isfinite(options.pg_timeout) or options.pg_timeout <= 0:
@@ -126,22 +159,35 @@ def parse_spec(argv: Sequence[str]) -> tuple[LaunchSpec, argparse.Namespace]:
         raise UsageError(f"--timeout must be a positive number of seconds, not {options.timeout}")
     if options.timeout is not None and options.batch is None:
         raise UsageError("--timeout applies to --batch runs only")
-    if options.master_port is not None and not 0 < options.master_port < 65536:
-        raise UsageError(f"--master-port {options.master_port} is not a port number")
-    if not options.module:
-        check_script(options.script)
-    spec = LaunchSpec(
-        target=options.script,
-        args=tuple(options.args),
-        module=options.module,
-        nproc=options.nproc_per_node,
-        master_addr=options.master_addr,
-        master_port=options.master_port,
+
+
+def old_script_form(command: Sequence[str]) -> bool:
+    """`ddptui -- train.py`: argparse's end of options, then a script (a .py file that is not executable)."""
+    first = command[0] if command else ""
+    return first.endswith(".py") and os.path.isfile(first) and not os.access(first, os.X_OK)
+
+
+def wrap_spec(options: argparse.Namespace, given: Sequence[str], command: list[str]) -> LaunchSpec:
+    """Wrap mode (`ddptui [options] -- COMMAND...`): COMMAND launches the job, its ranks connect."""
+    if not command:
+        raise UsageError("nothing to run after -- (usage: ddptui [options] -- COMMAND...)")
+    if options.demo or options.module:
+        raise UsageError("--demo and -m take a script, not a command after --")
+    launch_options = torchrun_options.launch_options_given(given)
+    if launch_options:
+        raise UsageError(f"{launch_options[0]} is for the launcher: put it after -- (ddptui -- torchrun ...)")
+    if shutil.which(command[0]) is None:
+        raise UsageError(f"cannot run {command[0]}: no such command (or not executable)")
+    check_session_options(options)
+    return LaunchSpec(
+        target=command[0],
+        args=tuple(command[1:]),
+        nproc=0,
+        command=tuple(command),
         stall_timeout=options.stall_timeout,
         pg_timeout=options.pg_timeout,
         log_dir=options.log_dir,
     )
-    return spec, options
 
 
 def check_script(path: str) -> None:
@@ -203,6 +249,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return attach(argv[1:])
     try:
         spec, options = parse_spec(argv)
+        for note in [] if spec.command else torchrun_options.notes(options):
+            print(f"ddptui: {note}", file=sys.stderr)
         if options.batch is not None:
             batch_input.check_source(options.batch)
         if spec.log_dir:

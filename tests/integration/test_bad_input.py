@@ -45,8 +45,16 @@ from conftest import EXAMPLES, ROOT, SCRIPTS, Runner
             "ddptui: error: --stall-timeout must be a positive number of seconds, not inf",
         ),
         (
-            ["--nnodes", "2", str(EXAMPLES / "train_ddp.py")],
-            "ddptui: error: only single-node jobs are supported (--nnodes 1)",
+            ["--master-port", "1234", "--", "torchrun", "train.py"],
+            "ddptui: error: --master-port is for the launcher: put it after -- (ddptui -- torchrun ...)",
+        ),
+        (
+            ["--batch", "-", "--"],
+            "ddptui: error: nothing to run after -- (usage: ddptui [options] -- COMMAND...)",
+        ),
+        (
+            ["--", "no-such-launcher"],
+            "ddptui: error: cannot run no-such-launcher: no such command (or not executable)",
         ),
         ([], "ddptui: error: no script given (usage: ddptui [options] SCRIPT [ARGS...])"),
         (
