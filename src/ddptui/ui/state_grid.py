@@ -1,0 +1,518 @@
+"""`StateGrid`: one cell per rank, coloured by its state and grouped by location, for many ranks.
+
+Above a few ranks the panes cannot all be shown: the grid shows every rank at a glance and picks
+which ranks get a pane. It is drawn on the Line API from cached rows. A state change marks its
+row dirty; a burst of changes is drawn once, on the next frame, so 256 ranks stepping together
+cost one redraw of the rows they touch (one layout when ranks move between locations).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.timer import Timer
+
+from ddptui.core.state import Phase, RankState, describe_exit
+from ddptui.core.text import inert
+
+ROOT_MARK = "!"
+"""The mark of the rank whose failure explains the others."""
+MISSING_MARK = "?"
+"""The mark of a rank the others wait for in a collective it never entered."""
+LEGEND_PHASES = (Phase.PAUSED, Phase.RUNNING, Phase.WAITING, Phase.EXITED, Phase.CRASHED)
+
+
+def look(state: RankState) -> Phase:
+    """The phase a cell is coloured as: a failure is `crashed` whatever phase it happened in."""
+    if state.crash is not None or state.phase is Phase.CRASHED:
+        return Phase.CRASHED
+    if not state.alive:
+        return Phase.CRASHED if state.exit_code and not state.ended_by_ddptui else Phase.EXITED
+    return state.phase
+
+
+def location(state: RankState) -> str:
+    """The group of a rank's cell: where it stands (also while it runs on from there), or its end.
+
+    A rank keeps its place while it runs, so stepping recolours cells and moves them only when
+    they reach another line.
+    """
+    if state.exit_code is not None and state.crash is None:
+        return describe_exit(state.exit_code)
+    if state.location is not None:
+        return str(state.location)
+    return state.phase.value
+
+
+def heading(where: str, phases: Iterable[Phase]) -> str:
+    """`train.py:28 · 60 paused, 4 waiting`, or `exited 0 · 64 ranks`: a group's plain-text label."""
+    counts = Counter(phases)
+    if len(counts) == 1 and where.startswith(next(iter(counts)).value):
+        count = counts.total()
+        return inert(f"{where} · {count} rank{'s' if count > 1 else ''}")
+    parts = [f"{counts[phase]} {phase.value}" for phase in (Phase.STARTING, *LEGEND_PHASES) if counts[phase]]
+    return inert(f"{where} · {', '.join(parts)}")
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One line of the grid: the legend, a group's heading, or up to a row's width of its cells."""
+
+    kind: Literal["legend", "heading", "cells"]
+    group: str = ""
+    ranks: tuple[int, ...] = ()
+
+
+class StateGrid(ScrollView, can_focus=True):
+    """Every rank as a cell coloured by its state, under a heading per location.
+
+    The widget knows states, not sessions: the app hands it each `RankState` (`set_state`), the
+    marks it derives (`set_marks`) and the ranks that have a pane (`shown`, drawn bold and
+    underlined). Space picks the rank under the cursor, `g` its whole location, escape drops the
+    pick (picked cells are drawn reversed); enter asks for the pick, or the cursor's rank, to be
+    shown. A click on a cell asks for that rank (ctrl/shift+click: adds it to the ranks shown or
+    takes it away), a click on a heading for its location. Each posts `StateGrid.Selected`.
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("left", "move(-1, 0)", "Previous rank", show=False),
+        Binding("right", "move(1, 0)", "Next rank", show=False),
+        Binding("up", "move(0, -1)", "Rank above", show=False),
+        Binding("down", "move(0, 1)", "Rank below", show=False),
+        Binding("home", "move(-1000000, 0)", "First rank", show=False),
+        Binding("end", "move(1000000, 0)", "Last rank", show=False),
+        Binding("space", "toggle_rank", "Pick rank"),
+        Binding("g", "pick_group", "Pick location"),
+        Binding("enter", "show", "Show picked"),
+        Binding("escape", "clear", "Drop pick", show=False),
+    ]
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        *(f"state-grid--{phase.value}" for phase in Phase),
+        "state-grid--heading",
+        "state-grid--shown",
+        "state-grid--selected",
+        "state-grid--cursor",
+    }
+    """A style per phase, headings and the legend, and what a pane, the pick and the cursor add."""
+
+    DEFAULT_CSS = """
+    StateGrid {
+        height: auto;
+        overflow-x: hidden;
+        scrollbar-gutter: stable;
+        scrollbar-size-vertical: 1;
+        scrollbar-size-horizontal: 0;
+        background: $surface;
+        & > .state-grid--starting { background: $panel; color: $text-disabled; }
+        & > .state-grid--running { background: $primary; color: auto 90%; }
+        & > .state-grid--paused { background: $success; color: auto 90%; }
+        & > .state-grid--waiting { background: $warning; color: auto 90%; }
+        & > .state-grid--exited { background: $panel; color: $text-muted; }
+        & > .state-grid--crashed { background: $error; color: auto 90%; text-style: bold; }
+        & > .state-grid--heading { color: $text-muted; }
+        & > .state-grid--shown { text-style: bold underline; }
+        & > .state-grid--selected { text-style: reverse; }
+        & > .state-grid--cursor { background: $foreground 90%; color: $background; }
+        &:focus > .state-grid--heading { color: $text; }
+    }
+    """
+
+    FRAME_INTERVAL: ClassVar[float] = 1 / 30
+    """Seconds a change waits for more before the grid redraws: one redraw per burst."""
+
+    SPARE_ROWS: ClassVar[int] = 4
+    """Rows kept for more locations; beyond them the grid scrolls. Its height never follows the
+    states: a grid that grew would shrink the panes below, and so every rank's terminal."""
+
+    selected: reactive[frozenset[int]] = reactive(frozenset, init=False)
+    """The ranks picked with the keyboard, not yet shown (reversed)."""
+    shown: reactive[frozenset[int]] = reactive(frozenset, init=False)
+    """The ranks that have a pane (bold, underlined); set by the app."""
+    cursor: reactive[int] = reactive(0, init=False)
+    """The rank under the keyboard cursor (a light block while the grid has the focus)."""
+
+    @dataclass
+    class Selected(Message):
+        """The user picked ranks to show: the app gives them panes and the focus."""
+
+        ranks: frozenset[int]
+        """The ranks picked, never empty."""
+        grid: StateGrid | None = field(default=None, repr=False)
+        """The grid they were picked in."""
+
+        @property
+        def control(self) -> StateGrid | None:
+            """The grid they were picked in (alias of `grid`)."""
+            return self.grid
+
+    def __init__(
+        self, count: int = 0, *, name: str | None = None, id: str | None = None, classes: str | None = None
+    ) -> None:
+        """A grid of `count` ranks, all `starting` until told otherwise."""
+        super().__init__(name=name, id=id, classes=classes)
+        self._states: list[RankState] = []
+        self._keys: list[str] = []
+        self._marks: dict[int, str] = {}
+        self._rows: list[Row] = []
+        self._place: dict[int, tuple[int, int]] = {}
+        """Each rank's row and column in the current layout."""
+        self._order: list[int] = []
+        """Ranks in the order their cells are drawn (for left/right)."""
+        self._headings: dict[str, int] = {}
+        self._strips: dict[int, Strip] = {}
+        self._styles: dict[tuple[Phase, bool, bool, bool], Style] = {}
+        self._plain: Style | None = None
+        self._dirty: set[int] = set()
+        self._stale = True
+        """The layout must be redone: ranks changed location, or the width changed."""
+        self._laid_out_width = 0
+        self._timer: Timer | None = None
+        self.update_states([RankState()] * count)
+
+    # -- public API ------------------------------------------------------------------------------
+    @property
+    def count(self) -> int:
+        """How many ranks the grid shows."""
+        return len(self._states)
+
+    def update_states(self, states: Sequence[RankState]) -> None:
+        """Set every rank's state (a different count redoes the layout)."""
+        if len(states) != len(self._states):
+            self._states = list(states)
+            self._keys = [location(state) for state in states]
+            self._stale = True
+            self._schedule()
+            return
+        for rank, state in enumerate(states):
+            self.set_state(rank, state)
+
+    def set_state(self, rank: int, state: RankState) -> None:
+        """Set one rank's state; drawn on the next frame with whatever else changes until then."""
+        if state == self._states[rank]:
+            return
+        self._states[rank] = state
+        key = location(state)
+        if key != self._keys[rank]:
+            self._keys[rank] = key
+            self._stale = True
+        self._dirty.add(rank)
+        self._schedule()
+
+    def set_marks(self, root: int | None = None, missing: Collection[int] = ()) -> None:
+        """Mark the root cause of a failure, and ranks missing from a collective others wait in."""
+        marks = {rank: MISSING_MARK for rank in missing if 0 <= rank < self.count}
+        if root is not None and 0 <= root < self.count:
+            marks[root] = ROOT_MARK
+        if marks != self._marks:
+            self._dirty.update(marks.keys() ^ self._marks.keys())
+            self._dirty.update(rank for rank in marks if self._marks.get(rank) != marks[rank])
+            self._marks = marks
+            self._schedule()
+
+    @property
+    def marks(self) -> dict[int, str]:
+        """The mark shown in each marked rank's cell."""
+        return dict(self._marks)
+
+    def rank_at(self, x: int, row: int) -> int | None:
+        """The rank drawn at column `x` of grid row `row`, or None."""
+        if not 0 <= row < len(self._rows) or self._rows[row].kind != "cells":
+            return None
+        column = x // self.cell_width
+        ranks = self._rows[row].ranks
+        return ranks[column] if 0 <= column < len(ranks) else None
+
+    def cell_region(self, rank: int) -> Region | None:
+        """Where a rank's cell is drawn, in grid rows (not scrolled); None before the layout."""
+        place = self._place.get(rank)
+        if place is None:
+            return None
+        row, column = place
+        return Region(column * self.cell_width, row, self.cell_width, 1)
+
+    def group_at(self, row: int) -> frozenset[int]:
+        """The ranks of the location whose heading is grid row `row` (empty for any other row)."""
+        if not 0 <= row < len(self._rows) or self._rows[row].kind != "heading":
+            return frozenset()
+        group = self._rows[row].group
+        return frozenset(rank for rank, key in enumerate(self._keys) if key == group)
+
+    @property
+    def cell_width(self) -> int:
+        """Cells are a mark and the rank number, right-aligned: `  7`, ` 63`, `!255`."""
+        return max(len(str(max(self.count - 1, 0))), 2) + 1
+
+    def lines_text(self) -> list[str]:
+        """The plain text of every row of the grid (for tests and copy-out)."""
+        self._flush()
+        return [self._row_strip(row).text.rstrip() for row in range(len(self._rows))]
+
+    # -- watchers --------------------------------------------------------------------------------
+    def validate_cursor(self, cursor: int) -> int:
+        """Keep the cursor on a rank."""
+        return min(max(cursor, 0), max(self.count - 1, 0))
+
+    def watch_selected(self, before: frozenset[int], after: frozenset[int]) -> None:
+        """Redraw the cells picked or dropped."""
+        self._dirty.update(before ^ after)
+        self._schedule()
+
+    def watch_shown(self, before: frozenset[int], after: frozenset[int]) -> None:
+        """Redraw the cells that got or lost a pane."""
+        self._dirty.update(before ^ after)
+        self._schedule()
+
+    def watch_cursor(self, before: int, after: int) -> None:
+        """Redraw the two cells, and bring the cursor into view."""
+        self._dirty.update((before, after))
+        self._schedule()
+        self._scroll_to_cursor()
+
+    def on_focus(self) -> None:
+        """Draw the cursor."""
+        self._dirty.add(self.cursor)
+        self._schedule()
+
+    def on_blur(self) -> None:
+        """Hide the cursor."""
+        self._dirty.add(self.cursor)
+        self._schedule()
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Lay the cells out again for the new width."""
+        if self._content_width() != self._laid_out_width:
+            self._stale = True
+        self._flush()
+
+    def on_mount(self) -> None:
+        """Draw what was set before the grid was mounted."""
+        self._schedule()
+
+    def notify_style_update(self) -> None:
+        """Drop cached styles and rows: the theme or the CSS changed."""
+        super().notify_style_update()
+        self._styles.clear()
+        self._plain = None
+        self._strips.clear()
+
+    # -- actions -----------------------------------------------------------------------------------
+    def action_move(self, across: int, down: int) -> None:
+        """Move the cursor `across` cells in drawing order, or `down` rows of cells."""
+        if self.cursor not in self._place:
+            return
+        if across:
+            index = self._order.index(self.cursor) + across
+            self.cursor = self._order[min(max(index, 0), len(self._order) - 1)]
+            return
+        row, column = self._place[self.cursor]
+        step = 1 if down > 0 else -1
+        row += step
+        while 0 <= row < len(self._rows):
+            ranks = self._rows[row].ranks
+            if ranks:
+                self.cursor = ranks[min(column, len(ranks) - 1)]
+                return
+            row += step
+
+    def action_toggle_rank(self) -> None:
+        """Pick the rank under the cursor, or drop it from the pick."""
+        self.selected = self.selected ^ {self.cursor}
+
+    def action_pick_group(self) -> None:
+        """Pick every rank at the cursor's location."""
+        key = self._keys[self.cursor] if self.count else None
+        self.selected = frozenset(rank for rank, other in enumerate(self._keys) if other == key)
+
+    def action_show(self) -> None:
+        """Ask for the picked ranks (or the cursor's rank) to be shown; the pick is then dropped."""
+        if self.count:
+            self.post_message(self.Selected(self.selected or frozenset({self.cursor}), self))
+            self.selected = frozenset()
+
+    def action_clear(self) -> None:
+        """Drop the pick."""
+        self.selected = frozenset()
+
+    def on_click(self, event: events.Click) -> None:
+        """A cell asks for its rank (ctrl/shift: toggles it among those shown); a heading, its location."""
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        row = offset.y + self.scroll_offset.y
+        rank = self.rank_at(offset.x, row)
+        if rank is not None:
+            self.cursor = rank
+            toggle = event.ctrl or event.shift or event.meta
+            ranks = self.shown ^ {rank} if toggle else frozenset({rank})
+        else:
+            ranks = self.group_at(row)
+        if ranks:
+            self.post_message(self.Selected(ranks, self))
+
+    # -- drawing -----------------------------------------------------------------------------------
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """The legend, every rank under one heading, and `SPARE_ROWS`: the same whatever the states."""
+        per_row = max(1, (width - self._scrollbar_width()) // self.cell_width)
+        return 2 + -(-self.count // per_row) + self.SPARE_ROWS
+
+    def render_line(self, y: int) -> Strip:
+        """Row `y` of the view, from the row cache."""
+        self._relayout_if_stale()
+        row = y + self.scroll_offset.y
+        if not 0 <= row < len(self._rows):
+            return Strip.blank(self.size.width, self._base_style())
+        return self._row_strip(row)
+
+    def _row_strip(self, row: int) -> Strip:
+        """A row's strip, cached until a cell of it changes."""
+        strip = self._strips.get(row)
+        if strip is None:
+            strip = self._strips[row] = self._draw(self._rows[row]).adjust_cell_length(
+                self.size.width, self._base_style()
+            )
+        return strip
+
+    def _draw(self, row: Row) -> Strip:
+        """One row: the legend, a heading, or cells (one segment per run of cells that look alike)."""
+        if row.kind == "legend":
+            return self._legend()
+        if row.kind == "heading":
+            text = heading(row.group, (look(self._states[r]) for r in self._ranks_of(row.group)))
+            return Strip([Segment(text, self._heading_style())])
+        segments: list[Segment] = []
+        digits = self.cell_width - 1
+        for rank in row.ranks:
+            style = self._cell_style(rank)
+            text = f"{self._marks.get(rank, ' ')}{rank:>{digits}}"
+            if segments and segments[-1].style is style:
+                segments[-1] = Segment(segments[-1].text + text, style)
+            else:
+                segments.append(Segment(text, style))
+        return Strip(segments)
+
+    def _legend(self) -> Strip:
+        """What the colours and marks mean, and the keys."""
+        label = self._heading_style()
+        segments = []
+        for phase in LEGEND_PHASES:
+            segments += [Segment(f" {phase.value} ", self._style(phase)), Segment(" ", label)]
+        keys = f" {ROOT_MARK} root cause  {MISSING_MARK} missing from a collective · space/g pick, enter show"
+        return Strip([*segments, Segment(keys, label)])
+
+    def _cell_style(self, rank: int) -> Style:
+        """How a rank's cell looks: its phase, whether it is selected, whether the cursor is on it."""
+        cursor = rank == self.cursor and self.has_focus
+        return self._style(look(self._states[rank]), rank in self.shown, rank in self.selected, cursor)
+
+    def _style(
+        self, phase: Phase, shown: bool = False, selected: bool = False, cursor: bool = False
+    ) -> Style:
+        """The style of a cell that looks like this, cached until the styles change."""
+        key = (phase, shown, selected, cursor)
+        style = self._styles.get(key)
+        if style is None:
+            style = self.get_component_rich_style(f"state-grid--{phase.value}")
+            for name, wanted in (("shown", shown), ("selected", selected), ("cursor", cursor)):
+                if wanted:
+                    style += self.get_component_rich_style(f"state-grid--{name}", partial=True)
+            self._styles[key] = style
+        return style
+
+    def _base_style(self) -> Style:
+        """The widget's own style, for blank cells (cached: computing it walks up the DOM)."""
+        if self._plain is None:
+            self._plain = self.rich_style
+        return self._plain
+
+    def _heading_style(self) -> Style:
+        """The style of headings and the legend."""
+        return self.get_component_rich_style("state-grid--heading")
+
+    def _ranks_of(self, group: str) -> Iterable[int]:
+        """The ranks drawn under a heading."""
+        start = self._headings[group] + 1
+        for row in self._rows[start:]:
+            if row.kind != "cells" or row.group != group:
+                return
+            yield from row.ranks
+
+    # -- layout and refresh --------------------------------------------------------------------
+    def _schedule(self) -> None:
+        """Redraw on the next frame (one timer however many changes arrive meanwhile)."""
+        if self._timer is None and self.is_mounted:
+            self._timer = self.set_timer(self.FRAME_INTERVAL, self._flush)
+
+    def _flush(self) -> None:
+        """Redo the layout if ranks moved, else redraw the rows of the cells that changed."""
+        self._timer = None
+        if self._relayout_if_stale():
+            return
+        rows: set[int] = set()
+        for rank in self._dirty:
+            place = self._place.get(rank)
+            if place is not None:
+                rows.update((place[0], self._headings[self._keys[rank]]))
+        self._dirty.clear()
+        for row in rows:
+            self._strips.pop(row, None)
+            self.refresh_line(row)
+
+    def _relayout_if_stale(self) -> bool:
+        """Lay the cells out again when needed; True if it did."""
+        width = self._content_width()
+        if not self._stale or width <= 0:
+            return False
+        self._stale = False
+        self._laid_out_width = width
+        self._layout(max(1, width // self.cell_width))
+        self._dirty.clear()
+        self._strips.clear()
+        self.virtual_size = Size(width, len(self._rows))
+        self._scroll_update(self.virtual_size)  # as OptionList does: else a scrollbar outstays its need
+        self.refresh()
+        self._scroll_to_cursor()
+        return True
+
+    def _layout(self, per_row: int) -> None:
+        """Rows for every location, in the order of each location's lowest rank."""
+        groups: dict[str, list[int]] = {}
+        for rank, key in enumerate(self._keys):
+            groups.setdefault(key, []).append(rank)
+        rows = [Row("legend")]
+        self._place, self._headings, self._order = {}, {}, []
+        for key, ranks in groups.items():
+            self._headings[key] = len(rows)
+            rows.append(Row("heading", key))
+            for start in range(0, len(ranks), per_row):
+                chunk = tuple(ranks[start : start + per_row])
+                self._place.update((rank, (len(rows), column)) for column, rank in enumerate(chunk))
+                rows.append(Row("cells", key, chunk))
+            self._order += ranks
+        self._rows = rows
+
+    def _content_width(self) -> int:
+        """Cells of width available to the grid (the scrollbar's column is kept free)."""
+        return self.size.width - self._scrollbar_width()
+
+    def _scrollbar_width(self) -> int:
+        """The columns the vertical scrollbar (or its reserved gutter) takes."""
+        return self.scrollbar_gutter.right
+
+    def _scroll_to_cursor(self) -> None:
+        """Scroll the cursor's row into view."""
+        region = self.cell_region(self.cursor)
+        if region is not None and self.is_mounted:
+            self.scroll_to_region(region, animate=False, immediate=True)
