@@ -64,7 +64,7 @@ def batch_blocks(stdout: str) -> dict[str, list[str]]:
 
 def test_the_table_covers_every_command() -> None:
     named = {line.split()[0][1:] for line in LINES if line.startswith(":")}
-    # quit: its own test below; until-collective lets the ranks run (tests/integration/test_collective_verdicts.py)
+    # quit: its own test below; until-collective runs the ranks (see test_collective_verdicts.py)
     assert {command.name for command in commands()} - named == {"quit", "until-collective"}
 
 

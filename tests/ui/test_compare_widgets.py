@@ -13,6 +13,7 @@ from ddptui.core.session import Session
 from ddptui.ui.app import DdptuiApp
 from ddptui.ui.compare_table import CompareTable
 from ddptui.ui.rank_sparkline import RankSparkline
+from ddptui.ui.stack_tree import StackTree
 
 ANSWERS = {
     0: {"repr": "0.5", "key": "float:0.5", "number": 0.5},
@@ -71,4 +72,20 @@ async def test_watch_panel_follows_lockstep_steps() -> None:
         await until(pilot, lambda: watched() == "  ranks 0-3 │ 10")
         await pilot.press(*":unwatch all", "enter")
         await until(pilot, lambda: len(app.query(CompareTable)) == 1)
+        app.session.kill_now()
+
+
+async def test_stacks_tree_in_the_app_makes_a_group_of_a_branch() -> None:
+    app = DdptuiApp(Session(spec(SCRIPTS / "diverge.py", nproc=3)))
+    async with app.run_test(size=(170, 45)) as pilot:
+        await until(pilot, lambda: all_paused(app))
+        await pilot.press("f2", *":stacks", "enter")
+        await until(pilot, lambda: len(app.query(StackTree)) == 1)
+        tree = app.query_one(StackTree)
+        assert app.focused is app.command_bar.input  # typing goes on where it was
+        tree.focus()
+        assert "2 different stacks" in str(tree.root.label)
+        await pilot.press("down", "g")
+        await until(pilot, lambda: "branch" in app.session.groups)
+        assert app.session.groups["branch"] == frozenset({1, 2})
         app.session.kill_now()

@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 from collections.abc import Iterable
+from dataclasses import replace
 
 from rich.text import Text
 from textual import work
@@ -33,6 +34,7 @@ from ddptui.ui.command_log import CommandLog
 from ddptui.ui.quit_screen import QuitScreen
 from ddptui.ui.rank_bar import RankBar, has_crashed
 from ddptui.ui.rank_pane import RankPane
+from ddptui.ui.stack_tree import StackTree
 from ddptui.ui.state_grid import StateGrid
 from ddptui.ui.watch_panel import WatchPanel
 
@@ -70,11 +72,12 @@ class DdptuiApp(App[int]):
         Binding("f11", "step('s')", "Step (s)", priority=True),
         Binding("shift+f11", "step('r')", "Return (r)", priority=True),
         Binding("f5", "step('c')", "Continue (c)", priority=True),
+        Binding("f7", "until_collective", "To next collective", priority=True),
         Binding("f8", "skip", "Skip this breakpoint()", priority=True),
         Binding("f3", "focus_rank(-1)", "Prev rank", priority=True),
         Binding("f4", "focus_rank(1)", "Next rank", priority=True),
         Binding("f6", "focus_rank(1, True)", "Crashed rank", priority=True),
-        Binding("f7", "focus_grid", "State grid", priority=True),
+        Binding("f9", "focus_grid", "State grid", show=False, priority=True),
         Binding("ctrl+q", "quit", "Quit", priority=True),
     ]
 
@@ -90,6 +93,7 @@ class DdptuiApp(App[int]):
         self.page = 0
         self.focused_rank = 0
         self.broadcasting = False
+        self.grid_threshold = grid_threshold
         self.panes = [
             RankPane(rank, columns=spec.columns, lines=spec.lines, id=f"rank-{rank}")
             for rank in range(spec.nproc)
@@ -129,7 +133,6 @@ class DdptuiApp(App[int]):
         first = page * PAGE_SIZE
         shown = range(first, min(first + PAGE_SIZE, self.spec.nproc))
         if self.state_grid is not None:
-            self.state_grid.selected = frozenset(shown)
             self.show_ranks(shown, focus)
             return
         columns, rows = grid_shape(len(shown))
@@ -144,7 +147,8 @@ class DdptuiApp(App[int]):
         """Lay out, then start the job once the panes know their size."""
         self.show_page(0)
         self.rank_bar.states = tuple(RankState() for _ in range(self.spec.nproc))
-        self.pane(0).focus()
+        if self.panes:  # a wrapped job has none until its first rank connects
+            self.pane(0).focus()
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, self.shutdown)
         loop.add_signal_handler(signal.SIGINT, self.shutdown)  # `kill -INT`: the terminal's ^C is a key
@@ -166,11 +170,14 @@ class DdptuiApp(App[int]):
         self.session.on_output.append(self._rank_output)
         self.session.on_state.append(self._rank_state)
         self.session.on_notice.append(self._notice)
+        self.session.on_world.append(self._world)
         try:
             await self.session.start()
         except LaunchError as exc:
             self.exit(2, return_code=2, message=f"ddptui: error: {exc}")
             return
+        if self.session.launcher is not None:
+            self.session.launcher.on_lines.append(self._launcher_lines)
         for rank in range(self.spec.nproc):
             terminal = self.pane(rank).terminal
             self.session.resize(rank, terminal.columns, terminal.lines)
@@ -181,6 +188,35 @@ class DdptuiApp(App[int]):
         """Hand bytes to the rank's pane (cheap: emulation happens on the pane's frame timer)."""
         self.pane(rank).feed(data)
 
+    def _launcher_lines(self, lines: list[str]) -> None:
+        """A wrapped job's launcher printed lines: the command log shows them."""
+        self.command_log.show(commands.Result(tuple(f"[launcher] {line}" for line in lines)))
+
+    def _world(self, size: int) -> None:
+        """A wrapped job's first rank said how many ranks there are: a pane for each."""
+        spec = self.spec = replace(self.spec, nproc=size)
+        self.panes = [
+            RankPane(rank, columns=spec.columns, lines=spec.lines, id=f"rank-{rank}") for rank in range(size)
+        ]
+        self.rank_bar.states = tuple(RankState() for _ in range(size))
+        if size > self.grid_threshold:
+            self.state_grid = StateGrid(size, id="state-grid")
+        self.shown = tuple(range(min(size, PAGE_SIZE)))
+        self._mount_world()
+
+    @work(group="panes")
+    async def _mount_world(self) -> None:
+        """Mount the new panes (or the state grid, which mounts the panes picked in it)."""
+        grid = self.query_one("#panes", Grid)
+        if self.state_grid is not None:
+            await self.mount(self.state_grid, before=grid)
+            self.set_interval(0.25, self._mark_grid)
+        else:
+            await grid.mount_all(self.panes)
+        self.show_page(0)
+        if self.state_grid is None:
+            self.pane(0).focus()
+
     def _notice(self, line: str) -> None:
         """Show a line about the session itself (a refused connection, logging stopped)."""
         self.command_log.show(commands.Result((line,), error=True))
@@ -188,18 +224,19 @@ class DdptuiApp(App[int]):
     def _rank_state(self, rank: int, state: RankState) -> None:
         """Show a rank's new state in the bar and on its pane; a rank that crashes gets the keys."""
         bar = self.rank_bar
-        before = bar.crashed
         states = list(bar.states)
+        # Two states, not `bar.crashed` (a scan of every rank): 256 ranks stepping make 256 calls.
+        crashed_before, focus_crashed = has_crashed(states[rank]), has_crashed(states[self.focused_rank])
         states[rank] = state
         bar.states = tuple(states)
         if self.state_grid is not None:
             self.state_grid.set_state(rank, state)
         self._dress_pane(self.pane(rank), state)
-        if rank in before or rank not in bar.crashed or self._quitting:
+        if crashed_before or not has_crashed(state) or self._quitting:
             return
         # Keys being typed on the command line, or into another post-mortem, must not land in this
         # rank's pdb halfway through a line: say it instead.
-        if self.broadcasting or self.focused_rank in before:
+        if self.broadcasting or focus_crashed:
             line = f"rank {rank} {state.describe()} · F6 goes to its pane"
             self.command_log.show(commands.Result((inert(line),), error=True))
         else:
@@ -224,6 +261,8 @@ class DdptuiApp(App[int]):
         """Mount panes for `ranks` (the first `PAGE_SIZE`), unmount the others (their output is kept)."""
         self.shown = tuple(sorted(set(ranks)))[:PAGE_SIZE]
         self.sub_title = f"panes: ranks {format_ranks(set(self.shown))} of {self.spec.nproc}"
+        if self.state_grid is not None:
+            self.state_grid.shown = frozenset(self.shown)
         self._mount_panes(focus)
 
     @work(group="panes")
@@ -241,8 +280,8 @@ class DdptuiApp(App[int]):
                 self.panes[pane.rank] = self._replayed_pane(pane)
             mounted = {pane.rank for pane in grid.query_children(RankPane)}
             new = [self.pane(rank) for rank in self.shown if rank not in mounted]
-            for pane in new:
-                pane.display = True
+            for pane in self.panes:
+                pane.display = pane.rank in self.shown
             await grid.mount_all(new)
             grid.sort_children(key=lambda widget: widget.rank if isinstance(widget, RankPane) else -1)
             grid.styles.grid_size_columns, grid.styles.grid_size_rows = grid_shape(len(self.shown))
@@ -282,6 +321,12 @@ class DdptuiApp(App[int]):
         self.state_grid.set_marks(root_cause(failures, found), missing)
 
     # -- view → core ------------------------------------------------------------------------
+    def on_stack_tree_group_requested(self, event: StackTree.GroupRequested) -> None:
+        """`g` on a branch of `:stacks`: name its ranks `branch` (`@branch n`, `:ranks branch`)."""
+        self.session.groups["branch"] = event.ranks
+        line = f"group branch: ranks {format_ranks(event.ranks)} (@branch CMD, :ranks branch)"
+        self.command_log.show(commands.Result((line,)))
+
     def on_rank_pane_input(self, event: RankPane.Input) -> None:
         """Keys typed in a pane go to that rank alone."""
         self.session.send_input(event.rank, event.data)
@@ -321,6 +366,8 @@ class DdptuiApp(App[int]):
         result = await commands.run(self.session, text)
         self.command_log.show(result)
         self.watch_panel.show(result.tables)
+        if result.stack is not None:
+            self.watch_panel.show_stack(result.stack)
         if text.split(" ", 1)[0] in ("help", "h", "?"):
             self.command_log.show(commands.Result((f"keys: {KEYS}",)))
         targets = self.session.targets
@@ -341,6 +388,10 @@ class DdptuiApp(App[int]):
     def action_step(self, command: str) -> None:
         """Broadcast a stepping command to the target ranks."""
         self.broadcast(Line("pdb", command))
+
+    def action_until_collective(self) -> None:
+        """`:until-collective`: every target rank runs to its next collective; a table says if they agree."""
+        self.ddptui_command("until-collective")
 
     def action_skip(self) -> None:
         """`:skip`: the breakpoint() where the target ranks stand stops no more."""

@@ -37,13 +37,12 @@ class WatchPanel(VerticalScroll):
         self.add_class("-empty")
 
     def show_stack(self, node: Node) -> None:
-        """Show `:stacks`' tree on top of the panel (replacing an older one) and focus it."""
+        """Show `:stacks`' tree on top of the panel (replacing an older one); focus stays put, so
+        the command line keeps the keys (a click or Tab reaches the tree)."""
         for old in self.query(StackTree):
             old.remove()
-        tree = StackTree(node)
-        self.mount(tree, before=0 if self.children else None)
+        self.mount(StackTree(node), before=0 if self.children else None)
         self.remove_class("-empty")
-        tree.focus()
 
     def show(self, tables: tuple[tuple[str, Comparison], ...]) -> None:
         """Take the tables of a command's result: a `:compare` replaces the last one, watch tables
