@@ -102,7 +102,8 @@ def test_ddp_check_finds_gradients_that_differ(ddptui: Runner) -> None:
 
 
 def test_groups_from_a_list_and_from_a_compare_row(ddptui: Runner) -> None:
-    commands = ":compare value\n:group odd from-compare 2\n@odd p value\n:group pair 0,2\n:ranks pair\np rank\n:group\nc\n"
+    commands = ":compare value\n:group odd from-compare 2\n@odd p value\n"
+    commands += ":group pair 0,2\n:ranks pair\np rank\n:group\nc\n"
     result = ddptui.batch(SCRIPTS / "steps.py", commands, nproc=3)
     assert block(result.stdout, ":group odd from-compare 2") == ["group odd: ranks 1"]
     assert result.stdout.split("(ddptui) @odd p value\n")[1].splitlines()[0] == "[rank 1] 10"
