@@ -326,9 +326,10 @@ class LocalJob:
         return {rank.pid for rank in self.ranks}
 
     def sample(self) -> None:
-        """Set each rank's CPU use and activity, from one pass over its process tree (blocking)."""
+        """Set each rank's CPU use and activity, from one pass over the process table (blocking)."""
+        table = ProcessTable()
         for rank in self.ranks:
-            rank.usage = tree_usage(rank.process)
+            rank.usage = table.usage(rank.process)
 
     def end(self, grace: float) -> None:
         """SIGTERM every process of the session, SIGKILL what outlives `grace` (blocking)."""
@@ -355,6 +356,44 @@ class LocalJob:
                 self._watchdog.stdin.close()  # type: ignore[union-attr]
             self._watchdog.wait()
             self._watchdog = None
+
+
+ACTIVE = (psutil.STATUS_RUNNING, psutil.STATUS_DISK_SLEEP)
+"""Process states that mean busy (runnable, or waiting for the disk), not blocked."""
+
+
+class ProcessTable:
+    """One pass over every process: parent links, CPU seconds, activity, start time.
+
+    Per-rank `children(recursive=True)` reads the whole table once per rank: at 256 ranks that
+    was 1.5 s of CPU every sample. One pass serves every rank.
+    """
+
+    def __init__(self) -> None:
+        self.children: dict[int, list[int]] = {}
+        self.info: dict[int, tuple[float, bool, float]] = {}
+        for process in psutil.process_iter(["ppid", "cpu_times", "status", "create_time"]):
+            got = process.info
+            if got["cpu_times"] is None or got["status"] is None:
+                continue
+            cpu = got["cpu_times"].user + got["cpu_times"].system
+            self.info[process.pid] = (cpu, got["status"] in ACTIVE, got["create_time"] or 0.0)
+            self.children.setdefault(got["ppid"], []).append(process.pid)
+
+    def usage(self, process: psutil.Process) -> tuple[float, bool] | None:
+        """CPU seconds of `process` and its descendants, and whether any is active; None if gone."""
+        root = self.info.get(process.pid)
+        if root is None or abs(root[2] - process.create_time()) > 0.01:
+            return None
+        cpu, active = 0.0, False
+        todo = [process.pid]
+        while todo:
+            pid = todo.pop()
+            if pid in self.info:
+                cpu += self.info[pid][0]
+                active = active or self.info[pid][1]
+                todo += self.children.get(pid, ())
+        return cpu, active
 
 
 def tree_usage(process: psutil.Process) -> tuple[float, bool] | None:
