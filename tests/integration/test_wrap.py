@@ -192,3 +192,25 @@ async def test_the_app_makes_panes_when_the_wrapped_ranks_arrive(tmp_path: Path)
         await pilot.press("y")
         await until(pilot, lambda: not app.is_running, timeout=15)
     assert not any(alive(w) for w in workers)
+
+
+def test_two_nodes_run_through_torchrun_each_with_its_own_ranks(ddptui: Runner) -> None:
+    """--nnodes 2 on one machine: one ddptui per node, each showing the rank its torchrun started."""
+    port = str(free_port())
+    options = ("--nnodes", "2", "--nproc-per-node", "1", "--master-port", port)
+    script = str(SCRIPTS / "wrap_torchrun.py")
+    nodes = [ddptui.popen("--batch", "-", *options, "--node-rank", str(node), script) for node in (0, 1)]
+    for proc in nodes:  # both nodes get their commands at once: their ranks all_reduce together
+        assert proc.stdin is not None
+        proc.stdin.write("p rank\nc\n")
+        proc.stdin.close()
+    outputs = [proc.stdout.read() for proc in nodes if proc.stdout is not None]
+    for proc in nodes:
+        proc.wait(timeout=30)
+    for node, (proc, out) in enumerate(zip(nodes, outputs, strict=True)):
+        other = 1 - node
+        assert proc.returncode == 0, out
+        assert f"ddptui: rank {other} has not connected to ddptui (on another node?)" in out
+        assert out.split("(ddptui) p rank\n")[1].splitlines()[0] == f"[rank {node}] {node}"
+        assert summary(out) == {node: "exited 0", other: "never connected to ddptui"}
+        assert "launcher: exited 0" in out

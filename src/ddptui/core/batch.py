@@ -14,6 +14,7 @@ from ddptui.core.session import Session
 from ddptui.core.state import NO_STATUS, RankState
 from ddptui.core.targets import TargetError
 from ddptui.core.text import inert, terminal_lines
+from ddptui.core.wrap import absent
 
 TIMED_OUT = 124
 """Exit status when `--timeout` ended the run (as timeout(1) says it)."""
@@ -118,7 +119,8 @@ async def run(
     if timed_out:
         return TIMED_OUT
     launcher = [session.launcher.state] if session.launcher is not None else []
-    status = exit_status([rank.state for rank in session.ranks] + launcher)
+    here = [rank.state for rank in session.ranks if not absent(rank)]  # not another node's ranks
+    status = exit_status(here + launcher)
     return 1 if status == 0 and session.verdicts.mismatched else status
 
 

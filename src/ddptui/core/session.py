@@ -231,7 +231,8 @@ class Session:
         await self.wait_until(lambda: not launcher.alive or wrap.arrived(self.ranks, self._arrived_at))
         missing = {rank.index for rank in self.ranks if wrap.absent(rank) and rank.state.alive}
         if missing:
-            self.log(f"ranks {format_ranks(missing)} have not connected to ddptui (on another node?)")
+            who = f"rank {min(missing)} has" if len(missing) == 1 else f"ranks {format_ranks(missing)} have"
+            self.log(f"{who} not connected to ddptui (on another node?)")
 
     def _fatal(self, rank: Rank) -> str | None:
         """Show the stack a rank dumped as it died of a fatal signal; say where it died."""
