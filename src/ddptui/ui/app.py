@@ -107,6 +107,9 @@ class DdptuiApp(App[int]):
         self.watch_panel = WatchPanel()
         self.command_bar = CommandBar()
         self._quitting = False
+        self._states: list[RankState] = []
+        """Every rank's state as last told; the rank bar shows it once per frame."""
+        self._bar_stale = False
 
     # -- layout -----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -146,7 +149,8 @@ class DdptuiApp(App[int]):
     async def on_mount(self) -> None:
         """Lay out, then start the job once the panes know their size."""
         self.show_page(0)
-        self.rank_bar.states = tuple(RankState() for _ in range(self.spec.nproc))
+        self._states = [RankState() for _ in range(self.spec.nproc)]
+        self.rank_bar.states = tuple(self._states)
         if self.panes:  # a wrapped job has none until its first rank connects
             self.pane(0).focus()
         loop = asyncio.get_running_loop()
@@ -198,7 +202,8 @@ class DdptuiApp(App[int]):
         self.panes = [
             RankPane(rank, columns=spec.columns, lines=spec.lines, id=f"rank-{rank}") for rank in range(size)
         ]
-        self.rank_bar.states = tuple(RankState() for _ in range(size))
+        self._states = [RankState() for _ in range(size)]
+        self.rank_bar.states = tuple(self._states)
         if size > self.grid_threshold:
             self.state_grid = StateGrid(size, id="state-grid")
         self.shown = tuple(range(min(size, PAGE_SIZE)))
@@ -223,17 +228,17 @@ class DdptuiApp(App[int]):
 
     def _rank_state(self, rank: int, state: RankState) -> None:
         """Show a rank's new state in the bar and on its pane; a rank that crashes gets the keys."""
-        bar = self.rank_bar
-        states = list(bar.states)
+        states = self._states
         # Two states, not `bar.crashed` (a scan of every rank): 256 ranks stepping make 256 calls.
         crashed_before, focus_crashed = has_crashed(states[rank]), has_crashed(states[self.focused_rank])
         states[rank] = state
-        bar.states = tuple(states)
+        self._bar_stale = True  # the bar redraws with the next frame: a step of N ranks is N events
         if self.state_grid is not None:
             self.state_grid.set_state(rank, state)
         self._dress_pane(self.pane(rank), state)
         if crashed_before or not has_crashed(state) or self._quitting:
             return
+        self._show_flight()  # the bar knows the crash now: F6 and the focus below read it
         # Keys being typed on the command line, or into another post-mortem, must not land in this
         # rank's pdb halfway through a line: say it instead.
         if self.broadcasting or focus_crashed:
@@ -245,6 +250,9 @@ class DdptuiApp(App[int]):
     def _show_flight(self) -> None:
         """Show which ranks the broadcast in flight still waits for."""
         bar = self.rank_bar
+        if self._bar_stale:
+            self._bar_stale = False
+            bar.states = tuple(self._states)
         bar.outstanding = self.session.outstanding
         bar.in_flight = self.session.in_flight_command
 
