@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ddptui.rank.hooks import when_imported
 from ddptui.rank.protocol import is_ddptui, is_library
 
 C10D = "torch.distributed.distributed_c10d"
@@ -350,41 +351,13 @@ def install_wrappers_on_import() -> None:
 
     For the rank's start-up: costs one import hook until torch is imported, nothing after.
     """
-    if C10D in sys.modules:
-        if not flight_recorder_on():
-            install_wrappers()
-        return
-    if not any(isinstance(finder, _WrapOnImport) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _WrapOnImport())
+    when_imported(C10D, _wrap_unless_recorded)
 
 
-class _WrapOnImport:
-    """A meta path finder that lets `distributed_c10d` load normally, then wraps its collectives."""
-
-    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
-        """Find `distributed_c10d` through the other finders and hook its loader; ignore the rest."""
-        if name != C10D:
-            return None
-        with contextlib.suppress(ValueError):
-            sys.meta_path.remove(self)
-        for finder in sys.meta_path:
-            spec = getattr(finder, "find_spec", lambda *a: None)(name, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        loader = spec.loader
-        run = getattr(loader, "exec_module", None)
-        if run is not None:
-
-            def exec_module(module: Any) -> None:
-                """Run the module, then wrap its collectives unless the Flight Recorder covers them."""
-                run(module)
-                if not flight_recorder_on():
-                    install_wrappers(module)
-
-            loader.exec_module = exec_module
-        return spec
+def _wrap_unless_recorded(module: Any) -> None:
+    """Wrap the collectives of a freshly loaded `distributed_c10d` when no Flight Recorder covers them."""
+    if not flight_recorder_on():
+        install_wrappers(module)
 
 
 def _wrap(name: str, original: Callable[..., Any], param: str | None) -> Callable[..., Any]:

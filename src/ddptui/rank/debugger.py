@@ -8,6 +8,7 @@ import sys
 import types
 from typing import Any
 
+from ddptui.rank.hooks import when_imported
 from ddptui.rank.link import link
 from ddptui.rank.protocol import RANK_ENV, Frame, Paused, Running, is_library
 
@@ -182,40 +183,21 @@ def breakpointhook(*args: Any, **kwargs: Any) -> None:
     RankPdb().set_trace(sys._getframe().f_back)
 
 
-class _IpdbPatcher:
-    """A meta-path finder that points `ipdb.set_trace` & co. at pdb once the user imports ipdb.
-
-    IPython's prompt is not pdb's: one debugger everywhere keeps the side channel truthful.
-    """
-
-    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
-        """Find ipdb through the rest of sys.meta_path and wrap its loader."""
-        if name != "ipdb":
-            return None
-        import importlib.util
-
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
-        if spec is not None and spec.loader is not None:
-            exec_module = spec.loader.exec_module
-
-            def exec_and_patch(module: types.ModuleType) -> None:
-                exec_module(module)
-                module.set_trace = lambda frame=None, **_: RankPdb().set_trace(  # type: ignore[attr-defined]
-                    frame or sys._getframe().f_back
-                )
-                module.post_mortem = lambda tb=None: pdb.post_mortem(tb)  # type: ignore[attr-defined]
-                module.pm = pdb.pm  # type: ignore[attr-defined]
-
-            spec.loader.exec_module = exec_and_patch  # type: ignore[method-assign]
-        return spec
+def _patch_ipdb(module: types.ModuleType) -> None:
+    """Point `ipdb.set_trace` & co. at RankPdb: IPython's prompt is not pdb's, and one debugger
+    everywhere keeps the side channel truthful."""
+    module.set_trace = lambda frame=None, **_: RankPdb().set_trace(  # type: ignore[attr-defined]
+        frame or sys._getframe().f_back
+    )
+    module.post_mortem = lambda tb=None: pdb.post_mortem(tb)  # type: ignore[attr-defined]
+    module.pm = pdb.pm  # type: ignore[attr-defined]
 
 
 def install() -> None:
     """Route every way of opening a debugger in this process to `RankPdb`."""
     pdb.Pdb = RankPdb  # type: ignore[misc]
     sys.breakpointhook = breakpointhook
-    sys.meta_path.insert(0, _IpdbPatcher())
+    when_imported("ipdb", _patch_ipdb)
 
 
 def post_mortem(tb: types.TracebackType) -> None:

@@ -16,12 +16,13 @@ Standard library only: torch is reached when it is imported, never imported here
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import sys
 from collections.abc import Callable
 from typing import Any
+
+from ddptui.rank.hooks import when_imported
 
 SPAWN = "torch.multiprocessing.spawn"
 LAUNCHER = "torch.multiprocessing.spawn"
@@ -31,47 +32,6 @@ SPAWN_NPROCS_ENV = "DDPTUI_SPAWN_NPROCS"
 
 index: int | None = None
 """This worker's index in its `mp.spawn`, once `_wrap` runs (None elsewhere)."""
-
-
-def when_imported(name: str, patch: Callable[[Any], None]) -> None:
-    """Call `patch(module)` once module `name` has run (now, if it is loaded already)."""
-    module = sys.modules.get(name)
-    if module is not None:
-        patch(module)
-    else:
-        sys.meta_path.insert(0, _PatchOnImport(name, patch))
-
-
-class _PatchOnImport:
-    """A meta path finder that lets one module load through the other finders, then patches it."""
-
-    def __init__(self, name: str, patch: Callable[[Any], None]) -> None:
-        self.name, self.patch = name, patch
-
-    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
-        """Find the module through the rest of sys.meta_path and wrap its loader; ignore others."""
-        if name != self.name:
-            return None
-        with contextlib.suppress(ValueError):
-            sys.meta_path.remove(self)
-        for finder in sys.meta_path:
-            spec = getattr(finder, "find_spec", lambda *a: None)(name, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        run = getattr(spec.loader, "exec_module", None)
-        if run is not None:
-            patch = self.patch
-
-            def exec_module(module: Any) -> None:
-                """Run the module, then patch it before anyone uses it."""
-                run(module)
-                with contextlib.suppress(Exception):  # the job must never die of ddptui
-                    patch(module)
-
-            spec.loader.exec_module = exec_module
-        return spec
 
 
 def install_for_wrapped(on_crash: Callable[[BaseException], None]) -> None:

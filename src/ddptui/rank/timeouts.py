@@ -26,6 +26,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ddptui.rank.hooks import when_imported
+
 C10D = "torch.distributed.distributed_c10d"
 """The module that makes process groups and holds torch's default timeouts."""
 
@@ -130,41 +132,9 @@ def uninstall() -> None:
 def install_on_import() -> None:
     """Raise the timeouts as soon as torch.distributed loads, before any group can be made.
 
-    For the rank's start-up: costs one import hook until torch is imported, nothing after. Lives
-    beside `collectives.install_wrappers_on_import`'s hook: each finds the module through the rest.
+    For the rank's start-up: costs one import hook until torch is imported, nothing after.
     """
-    if C10D in sys.modules:
-        install()
-        return
-    if not any(isinstance(finder, _RaiseOnImport) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _RaiseOnImport())
-
-
-class _RaiseOnImport:
-    """A meta path finder that lets `distributed_c10d` load normally, then raises its timeouts."""
-
-    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
-        """Find `distributed_c10d` through the other finders and hook its loader; ignore the rest."""
-        if name != C10D:
-            return None
-        with contextlib.suppress(ValueError):
-            sys.meta_path.remove(self)
-        for finder in sys.meta_path:
-            spec = getattr(finder, "find_spec", lambda *a: None)(name, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        run = getattr(spec.loader, "exec_module", None)
-        if run is not None:
-
-            def exec_module(module: Any) -> None:
-                """Run the module, then raise its timeouts before anyone can use it."""
-                run(module)
-                install(module)
-
-            spec.loader.exec_module = exec_module
-        return spec
+    when_imported(C10D, install)
 
 
 # -- the wrappers ---------------------------------------------------------------------------------

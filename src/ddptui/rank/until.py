@@ -17,7 +17,6 @@ collective — any command that would run it reopens the prompt instead — unti
 from __future__ import annotations
 
 import bdb
-import contextlib
 import functools
 import inspect
 import sys
@@ -27,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ddptui.rank import collectives, debugger
+from ddptui.rank.hooks import when_imported
 
 EXTRA_OPS = ("monitored_barrier",)
 """Stopped before too, beyond the ops `ddptui.rank.collectives` records."""
@@ -167,37 +167,16 @@ def _wrapper(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
     return until_wrapper
 
 
-class _HookOnImport:
-    """A meta path finder that wraps the collectives once `distributed_c10d` has loaded, if still armed."""
-
-    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
-        """Find `distributed_c10d` through the other finders and hook its loader; ignore the rest."""
-        if name != collectives.C10D:
-            return None
-        with contextlib.suppress(ValueError):
-            sys.meta_path.remove(self)
-        spec = next(
-            (s for f in sys.meta_path if (s := getattr(f, "find_spec", lambda *a: None)(name, path, target))),
-            None,
-        )
-        run = getattr(getattr(spec, "loader", None), "exec_module", None)
-        if spec is not None and run is not None:
-
-            def exec_module(module: Any) -> None:
-                """Run the module, then wrap it while a stop is armed."""
-                run(module)
-                with _Stop.lock:
-                    if _Stop.armed:
-                        _wrap_module(module)
-
-            spec.loader.exec_module = exec_module
-        return spec
-
-
 def _hook_import() -> None:
-    """Wrap the collectives as torch.distributed loads (one finder at most)."""
-    if not any(isinstance(finder, _HookOnImport) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _HookOnImport())
+    """Wrap the collectives as torch.distributed loads (if a stop is still armed then)."""
+    when_imported(collectives.C10D, _wrap_if_armed)
+
+
+def _wrap_if_armed(module: Any) -> None:
+    """Wrap a freshly loaded `distributed_c10d` while a stop is armed."""
+    with _Stop.lock:
+        if _Stop.armed:
+            _wrap_module(module)
 
 
 # -- the stop --------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ import types
 from typing import Any
 
 from ddptui.rank import collectives, debugger, fatal, requests, spawns, timeouts
+from ddptui.rank.hooks import when_imported
 from ddptui.rank.link import link
 from ddptui.rank.protocol import RANK_ENV, SOCKET_ENV, STATE_DIR_ENV, Exited, Identity
 from ddptui.rank.relay import Relay
@@ -49,7 +50,7 @@ def boot() -> None:
     timeouts.install_on_import()
     collectives.install_wrappers_on_import()
     spawns.install_for_wrapped(_crashed_in_worker)
-    spawns.when_imported(C10D, _hook_init)
+    when_imported(C10D, _hook_init)
     rank = _env_int("RANK")
     if rank is not None and _env_int("WORLD_SIZE") is not None:
         become_rank(rank, _env_int("LOCAL_RANK", rank), _env_int("WORLD_SIZE", 1))
