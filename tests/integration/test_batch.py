@@ -220,3 +220,13 @@ def test_identical_answers_are_printed_once_unless_no_collapse(ddptui: Runner) -
     result = ddptui.batch(SCRIPTS / "steps.py", "p 6 * 7\nc\n", "--no-collapse", nproc=3)
     answers = result.stdout.split("(ddptui) p 6 * 7\n")[1].splitlines()[:3]
     assert answers == ["[rank 0] 42", "[rank 1] 42", "[rank 2] 42"]
+
+
+def test_waiting_ranks_are_placed_again_after_a_step(ddptui: Runner) -> None:
+    result = ddptui.batch(SCRIPTS / "dist_breakpoint_rank1.py", ":state\n@1 c\n:state\nc\n", nproc=3, stall=2)
+    before = result.stdout.split("(ddptui) :state\n")[1].split("(ddptui)")[0]
+    after = result.stdout.split("(ddptui) :state\n")[2].split("(ddptui)")[0]
+    assert "rank 0: waiting at tests/scripts/dist_breakpoint_rank1.py:9 in barrier" in before
+    assert "rank 0: waiting at tests/scripts/dist_breakpoint_rank1.py:12 in all_reduce" in after, after
+    assert "rank 2: waiting at tests/scripts/dist_breakpoint_rank1.py:12 in all_reduce" in after
+    assert result.returncode == 0, result.stdout
