@@ -114,3 +114,12 @@ def test_stdout_closed_early(ddptui: Runner) -> None:
     proc.stdout.close()  # like `ddptui --batch ... | head -1`
     _, err = proc.communicate(b"p value\nc\n", timeout=30)
     assert proc.returncode == 1 and b"Traceback" not in err
+
+
+def test_a_tmpdir_too_long_for_a_socket_path_falls_back(ddptui: Runner, tmp_path: Path) -> None:
+    deep = ddptui.tmpdir / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    ddptui.env["TMPDIR"] = str(deep)
+    result = ddptui.batch(SCRIPTS / "steps.py", "c\n")
+    assert result.returncode == 0, result.stderr
+    assert "internal error" not in result.stderr

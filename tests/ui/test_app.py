@@ -236,3 +236,22 @@ async def test_terminal_queries_are_not_typed_into_pdb() -> None:
         )
         assert not any("SyntaxError" in screen_text(application, r) for r in (0, 1))
         application.session.kill_now()
+
+
+async def test_a_collective_verdict_is_shown_in_the_command_log() -> None:
+    application = DdptuiApp(
+        Session(
+            LaunchSpec(
+                target=str(SCRIPTS / "collective_bugs.py"), args=("deadlock",), nproc=2, stall_timeout=2
+            )
+        )
+    )
+    async with application.run_test(size=(160, 40)) as pilot:
+        lines = application.command_log.lines_text
+        await until(pilot, lambda: any(line.startswith("deadlock: ") for line in lines()), timeout=60)
+        (verdict,) = [line for line in lines() if line.startswith("deadlock: ")]
+        assert verdict == (
+            "deadlock: rank 0 waits in #2 all_reduce (tests/scripts/collective_bugs.py:28); "
+            "rank 1 waits in #2 barrier (tests/scripts/collective_bugs.py:30)"
+        )
+        application.session.kill_now()
