@@ -1,116 +1,327 @@
-"""Lockstep latency: one `n` broadcast to N paused ranks through ddptui, against a bare pty loop.
+"""Lockstep latency: one `n` to N paused plain-Python ranks, through ddptui and without it.
 
-For each job size N (default 4, 16, 64) the bench starts a ddptui `Session` of N plain-Python
-ranks (no torch) that stop at `breakpoint()` and then loop over trivial lines, so every `n`
-steps one line and pauses again. It times two ways of doing the same step on the same ranks:
+For each job size N (default 4, 16, 64) the bench starts N ranks of a tiny script that stops at
+`pdb.Pdb().set_trace()` and then loops over `x = i`, so every `n` steps one line and pauses again.
+It times the same step six ways, each on ranks of its own:
 
-* ddptui: `await session.broadcast("n")`, from the call until it returns (every rank is back
-  at its prompt, as the side channel and the prompt bytes on the pty both say);
-* bare: a plain `selectors` loop that writes `n\\r` to every rank's pty and reads each pty until
-  its new output ends with that rank's prompt `(Pdb rN) ` (trailing escapes stripped).
+* stock: a bare `selectors` loop over stock-pdb ranks (`python rank.py`, PYTHONBREAKPOINT unset,
+  no ddptui code) on raw ptys: write `n\\r` to every pty, read each until it ends with `(Pdb) `.
+  This is the baseline: the ranks' own work plus the pty round trip.
+* rankpdb: the same bare loop over `python -m ddptui.rank rank.py` ranks with no link (RankPdb
+  and its prompt, no events sent);
+* hooks: the same again with each rank's link connected to a socket the loop reads and ignores:
+  what ddptui's rank side (RankPdb and its two events a step) costs without the core; `x hooks`
+  is then what the core adds on the same kind of ranks.
+* core: `await Session.broadcast("n")`, from the call until it returns (every rank back at its
+  prompt, as its link and its pty both say).
+* batch: `ddptui --batch` end to end (start, replay, transcript, teardown); its cost per step is
+  (median wall time with B+1 `n` lines - median with 1 line) / B, B = --batch-steps (5 S): the
+  start of 64 ranks varies by a second from run to run, so B is long.
+* tmux: N panes of stock-pdb ranks in one tmux window (a private `-L` server, removed at the end)
+  with `synchronize-panes` on: one `send-keys n Enter`, then wait until every pane printed a new
+  prompt, as a control-mode client (`tmux -C`) sees the panes' output.
 
-The bare loop runs on the session's own ptys (the session's readers are detached from the event
-loop meanwhile and attached again after), so process count and CPU contention are the same on
-both sides. After a few warm-up steps of each, the timed steps run in blocks of five, ordered
-ddptui/bare, bare/ddptui, ddptui/bare, ..., so warm-up, drift and other load on the machine fall
-on both sides alike (the load average is printed: on a busy machine, run it again).
-
-How to read it: `ratio` is the median ddptui step over the median bare step, i.e. what the
-debugger's bookkeeping (side channel, state callbacks, waiting, stall watch) costs on top of the
-ranks' own work and the pty round trip. The target is a ratio of at most 1.5 at every size.
-Ctrl-C stops the bench between steps and ends every rank.
+stock, rankpdb and hooks take turns in blocks of five, on ranks alive side by side; core, tmux
+and batch then run one after another, each alone (the core samples its ranks' process trees, work
+that grows with the number of processes on the machine). Ratios are medians over the stock
+median. The load average is printed: on a busy machine, run it again. `--json` prints the figures
+as JSON on standard output (the table goes to standard error). Ctrl-C ends every rank.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import datetime
+import json
+import math
 import os
 import platform
 import re
 import selectors
+import shlex
+import shutil
 import signal
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
-import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ptyprocess import PtyProcess
 
 from ddptui.core.launch import LaunchSpec
-from ddptui.core.rank import Rank
 from ddptui.core.session import Session
 from ddptui.core.state import Phase
+from ddptui.rank.protocol import RANK_ENV, SOCKET_ENV, STATE_DIR_ENV, TOKEN_ENV
 
-TARGET = 1.5
-"""The issue's bar: median ddptui step / median bare step."""
 WARMUP = 3
-"""Untimed steps of each kind before the timed blocks."""
+"""Untimed steps of each way before the timed ones."""
 BLOCK = 5
-"""Timed steps per block: short blocks, so background load falls on both sides alike."""
-STEP_TIMEOUT = 60.0
-"""Seconds a bare step may take before the bench gives up."""
-RANK_SCRIPT = '''\
-"""A plain-Python rank for bench/lockstep.py: stop, then step over trivial lines for ever."""
+"""Timed steps per block while the bare-loop ways take turns."""
+STEP_TIMEOUT = 30.0
+"""Seconds a step (or a start) may take before the bench gives up."""
+BATCH_TIMEOUT = 300.0
+"""Seconds one `ddptui --batch` run may take."""
+STOCK_PROMPT = b"(Pdb) "
+TMUX_SIZE = (400, 200)
+"""The tmux window's columns and lines: room for 64 tiled panes of about 43x24."""
+WAYS = {
+    "stock": "stock pdb, bare pty loop",
+    "rankpdb": "ddptui.rank ranks, no link, bare loop",
+    "hooks": "ddptui.rank ranks + link, bare loop",
+    "core": 'ddptui core, Session.broadcast("n")',
+    "batch": "ddptui --batch, end to end",
+    "tmux": "tmux synchronize-panes",
+}
+RANK_SCRIPT = """\
+import pdb
 
-breakpoint()
+pdb.Pdb().set_trace()
 for i in range(10**9):
     x = i
-    y = x + 1
-'''
+"""
 _TRAILING_ESCAPES = re.compile(rb"(?:\x1b\[[0-?]*[ -/]*[@-~]|\x1b[=>])*\Z")
-STOP = threading.Event()
-"""Set by Ctrl-C; the bench stops between steps, so the session always gets closed."""
-
-
-class Interrupted(Exception):
-    """Ctrl-C was pressed: the bench stops between steps instead of cancelling a broadcast."""
+_OCTAL = re.compile(rb"\\([0-7]{3})")
 
 
 @dataclass
 class Row:
-    """The timings of one job size, in seconds per step."""
+    """The figures of one job size: seconds per step of each way."""
 
     nproc: int
-    ddptui: list[float]
-    bare: list[float]
-    startup: float
+    times: dict[str, list[float]] = field(default_factory=dict)
+    batch_runs: dict[int, list[float]] = field(default_factory=dict)
+    """Wall seconds of each `ddptui --batch` run, by its number of `n` lines."""
+    notes: dict[str, str] = field(default_factory=dict)
+    """Why a way has no figures (tmux missing, a failure)."""
+    load: float = 0.0
 
-    @property
-    def ratio(self) -> float:
-        """Median ddptui step over median bare step."""
-        return statistics.median(self.ddptui) / statistics.median(self.bare)
+    def median(self, way: str) -> float:
+        """The median step of a way (batch: its derived cost per step); NaN when not measured."""
+        if way == "batch":
+            return self.batch_step()
+        values = self.times.get(way)
+        return statistics.median(values) if values else math.nan
+
+    def p90(self, way: str) -> float:
+        """The 90th percentile step of a way; NaN when not measured (or batch)."""
+        values = self.times.get(way, [])
+        return statistics.quantiles(values, n=10, method="inclusive")[-1] if len(values) > 1 else math.nan
+
+    def batch_step(self) -> float:
+        """(median long run - median short run) / extra steps."""
+        if len(self.batch_runs) != 2:
+            return math.nan
+        (short, one), (long, many) = sorted(self.batch_runs.items())
+        return (statistics.median(many) - statistics.median(one)) / (long - short)
+
+    def ratio(self, way: str, base: str = "stock") -> float:
+        """A way's median over the baseline's median."""
+        return self.median(way) / self.median(base)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """The command line: job sizes and timed steps per size."""
+    """The command line: job sizes, timed steps, batch runs, ways to skip, output format."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="4,16,64", help="comma-separated rank counts (4,16,64)")
-    parser.add_argument("--steps", type=int, default=30, help="timed steps per side and size (30)")
+    parser.add_argument("--steps", type=int, default=40, help="timed steps S per way and size (40)")
+    parser.add_argument("--batch-steps", type=int, help="B: `n` lines of the long batch run (5 S)")
+    parser.add_argument("--batch-runs", type=int, default=3, help="ddptui --batch runs of each length (3)")
+    parser.add_argument("--skip", default="", help="ways to leave out, e.g. rankpdb,hooks,core,batch,tmux")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON instead of a table")
     args = parser.parse_args(argv)
     args.sizes = [int(size) for size in args.sizes.split(",") if size.strip()]
-    if args.steps < 2 or not args.sizes or min(args.sizes) < 1:
-        parser.error("need --steps >= 2 and rank counts >= 1")
+    args.skip = {way.strip() for way in args.skip.split(",") if way.strip()}
+    args.batch_steps = args.batch_steps or 5 * args.steps
+    if min(args.steps, args.batch_steps) < 2 or args.batch_runs < 1 or not args.sizes or min(args.sizes) < 1:
+        parser.error("need --steps >= 2, --batch-steps >= 2, --batch-runs >= 1 and rank counts >= 1")
+    if not args.skip <= set(WAYS) - {"stock"}:
+        parser.error(f"--skip takes {','.join(sorted(set(WAYS) - {'stock'}))}")
     return args
 
 
-def check_stop() -> None:
-    """Raise Interrupted once Ctrl-C was pressed."""
-    if STOP.is_set():
-        raise Interrupted
+def at_prompt(data: bytes, prompt: bytes) -> bool:
+    """True when `data`, trailing escape sequences stripped, ends with `prompt`."""
+    if data.endswith(prompt):
+        return True
+    return data[: _TRAILING_ESCAPES.search(data).start()].endswith(prompt)  # type: ignore[union-attr]
 
 
-def p90(values: list[float]) -> float:
-    """The 90th percentile."""
-    return statistics.quantiles(values, n=10, method="inclusive")[-1]
+def drain(fd: int) -> bytes | None:
+    """Read what a non-blocking fd has right now; None once it is closed (EOF, or EIO on a pty)."""
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            break
+        except OSError:
+            chunk = b""
+        if not chunk:
+            return b"".join(chunks) if chunks else None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
-# -- ddptui side -----------------------------------------------------------------------------
-async def ddptui_steps(session: Session, steps: int) -> list[float]:
-    """Time `steps` lockstep `n` broadcasts."""
+def bench_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of every rank and tmux: ddptui's TERM, no PYTHONBREAKPOINT, TMUX or ddptui link."""
+    unset = ("PYTHONBREAKPOINT", "TMUX", "TMUX_PANE")
+    env = {k: v for k, v in os.environ.items() if k not in unset and not k.startswith("DDPTUI_")}
+    env["TERM"] = "xterm-256color"
+    env.update(extra or {})
+    return env
+
+
+# -- bare loops on raw ptys ------------------------------------------------------------------
+class Sink:
+    """A unix socket that accepts the ranks' links and drops what they send (no core)."""
+
+    def __init__(self, path: str, selector: selectors.BaseSelector) -> None:
+        self._selector = selector
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(path)
+        self._listener.listen(128)
+        self._listener.setblocking(False)
+        self._links: list[socket.socket] = []
+        selector.register(self._listener, selectors.EVENT_READ, self._accept)
+
+    def _accept(self) -> None:
+        """Take a new link."""
+        link, _ = self._listener.accept()
+        link.setblocking(False)
+        self._links.append(link)
+        self._selector.register(link, selectors.EVENT_READ, lambda: self._drop(link))
+
+    def _drop(self, link: socket.socket) -> None:
+        """Read and forget what a link sent; close it when the rank hangs up."""
+        try:
+            while link.recv(65536):
+                pass
+        except BlockingIOError:
+            return
+        except OSError:
+            pass
+        self._selector.unregister(link)
+        link.close()
+
+    def close(self) -> None:
+        """Close every link and the socket."""
+        for sock in [*self._links, self._listener]:
+            if sock.fileno() >= 0:
+                self._selector.unregister(sock)
+                sock.close()
+
+
+class PtyRanks:
+    """N rank processes, each on a raw pty, stepped by a bare selector loop (no ddptui core)."""
+
+    def __init__(
+        self, argv: list[str], envs: list[dict[str, str]], prompts: list[bytes], sink: str = ""
+    ) -> None:
+        self.prompts = prompts
+        self.selector = selectors.DefaultSelector()
+        self.sink = Sink(sink, self.selector) if sink else None
+        self.procs: list[PtyProcess] = []
+        try:
+            for index, env in enumerate(envs):
+                proc = PtyProcess.spawn(argv, env=env, dimensions=(24, 80))
+                self.procs.append(proc)
+                os.set_blocking(proc.fd, False)
+                self.selector.register(proc.fd, selectors.EVENT_READ, index)
+        except BaseException:
+            self.close()
+            raise
+
+    def wait_prompts(self) -> None:
+        """Read every pty until it ends with its rank's prompt (and drain the links meanwhile)."""
+        pending = set(range(len(self.procs)))
+        new = [bytearray() for _ in self.procs]
+        deadline = time.monotonic() + STEP_TIMEOUT
+        while pending:
+            events = self.selector.select(max(deadline - time.monotonic(), 0))
+            if not events:
+                raise RuntimeError(f"{len(pending)} ranks never showed their prompt")
+            for key, _ in events:
+                if callable(key.data):
+                    key.data()
+                    continue
+                data = drain(key.fd)
+                if data is None:
+                    said = bytes(new[key.data][-300:]).decode(errors="replace").strip()
+                    raise RuntimeError(f"rank {key.data} ended its terminal (last output: {said!r})")
+                new[key.data] += data
+                if key.data in pending and at_prompt(bytes(new[key.data]), self.prompts[key.data]):
+                    pending.discard(key.data)
+
+    def step(self) -> float:
+        """Write `n` to every pty, wait for every prompt; the wall time taken."""
+        began = time.perf_counter()
+        for proc in self.procs:
+            os.write(proc.fd, b"n\r")
+        self.wait_prompts()
+        return time.perf_counter() - began
+
+    def close(self) -> None:
+        """Kill every rank, close its pty and the links."""
+        for proc in self.procs:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill(signal.SIGKILL)
+        for proc in self.procs:
+            proc.wait()
+            if proc.fd in self.selector.get_map():
+                self.selector.unregister(proc.fd)
+            proc.delayafterclose = 0  # ptyprocess sleeps 0.1 s a close by default: 19 s for 3 x 64
+            proc.close()
+        if self.sink is not None:
+            self.sink.close()
+        self.selector.close()
+
+
+def stock_ranks(nproc: int, script: str) -> PtyRanks:
+    """N stock-pdb ranks: `python rank.py`, nothing of ddptui in them."""
+    return PtyRanks([sys.executable, script], [bench_env() for _ in range(nproc)], [STOCK_PROMPT] * nproc)
+
+
+def ddptui_ranks(nproc: int, script: str, tmp: str, linked: bool) -> PtyRanks:
+    """N `python -m ddptui.rank rank.py` ranks; linked, their links end in a sink (no core)."""
+    sink = os.path.join(tmp, f"sink-{nproc}.sock") if linked else ""
+    link = {SOCKET_ENV: sink, TOKEN_ENV: "0" * 32, STATE_DIR_ENV: tmp} if linked else {}
+    envs = [bench_env(link | {RANK_ENV: str(i), "RANK": str(i)}) for i in range(nproc)]
+    prompts = [f"(Pdb r{i}) ".encode() for i in range(nproc)]
+    return PtyRanks([sys.executable, "-m", "ddptui.rank", script], envs, prompts, sink)
+
+
+def measure_bare(row: Row, script: str, tmp: str, steps: int, skip: set[str]) -> None:
+    """Time stock, rankpdb and hooks steps in alternating blocks, on ranks alive side by side."""
+    sides = {"stock": stock_ranks(row.nproc, script)}
+    try:
+        for way, linked in (("rankpdb", False), ("hooks", True)):
+            if way not in skip:
+                sides[way] = ddptui_ranks(row.nproc, script, tmp, linked)
+        for ranks in sides.values():
+            ranks.wait_prompts()
+            for _ in range(WARMUP):
+                ranks.step()
+        order = list(sides)
+        for block, start in enumerate(range(0, steps, BLOCK)):
+            for way in order[block % len(order) :] + order[: block % len(order)]:
+                ranks = sides[way]
+                row.times.setdefault(way, []).extend(ranks.step() for _ in range(min(BLOCK, steps - start)))
+    finally:
+        for ranks in sides.values():
+            ranks.close()
+
+
+# -- ddptui core -----------------------------------------------------------------------------
+async def core_steps(session: Session, steps: int) -> list[float]:
+    """Time `steps` lockstep `n` broadcasts; fail if a rank does not come back to its prompt."""
     times = []
     for _ in range(steps):
-        check_stop()
         began = time.perf_counter()
         result = await session.broadcast("n")
         times.append(time.perf_counter() - began)
@@ -120,179 +331,310 @@ async def ddptui_steps(session: Session, steps: int) -> list[float]:
     return times
 
 
-# -- bare side -------------------------------------------------------------------------------
-def at_prompt(data: bytes, prompt: bytes) -> bool:
-    """True when `data`, trailing escape sequences stripped, ends with `prompt`."""
-    return data[: _TRAILING_ESCAPES.search(data).start()].endswith(prompt)  # type: ignore[union-attr]
-
-
-def drain(fd: int) -> bytes:
-    """Read what a non-blocking pty has right now."""
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(fd, 65536)
-        except (BlockingIOError, OSError):
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def bare_step(ranks: list[Rank], selector: selectors.BaseSelector) -> float:
-    """Write `n` to every pty, read each until its prompt is back; the wall time taken."""
-    check_stop()
-    began = time.perf_counter()
-    new = {rank.fd: bytearray() for rank in ranks}
-    for rank in ranks:
-        os.write(rank.fd, b"n\r")
-    pending = {rank.fd: rank.prompt for rank in ranks}
-    while pending:
-        events = selector.select(STEP_TIMEOUT)
-        if not events:
-            raise RuntimeError(f"bare step: {len(pending)} ranks never showed their prompt")
-        for key, _ in events:
-            new[key.fd] += drain(key.fd)
-            if key.fd in pending and at_prompt(bytes(new[key.fd]), pending[key.fd]):
-                del pending[key.fd]
-    return time.perf_counter() - began
-
-
-async def bare_steps(session: Session, steps: int) -> list[float]:
-    """Time `steps` bare steps on the session's ptys, its readers detached meanwhile."""
-    loop = asyncio.get_running_loop()
-    ranks = session.ranks
-    paused = {rank.index: rank.paused_count for rank in ranks}
-    with selectors.DefaultSelector() as selector:
-        for rank in ranks:
-            loop.remove_reader(rank.fd)
-            drain(rank.fd)
-            selector.register(rank.fd, selectors.EVENT_READ)
-        try:
-            times = [bare_step(ranks, selector) for _ in range(steps)]
-        finally:
-            for rank in ranks:
-                loop.add_reader(rank.fd, session._drain, rank)
-    await catch_up(session, {index: count + steps for index, count in paused.items()})
-    return times
-
-
-async def catch_up(session: Session, paused: dict[int, int]) -> None:
-    """Let the session read the side-channel events of the bare steps before it broadcasts again."""
-    caught_up = await session.wait_until(
-        lambda: all(rank.paused_count >= paused[rank.index] for rank in session.ranks), STEP_TIMEOUT
-    )
-    if not caught_up:
-        raise RuntimeError("the session missed `paused` events of the bare steps")
-    await session.wait_settled()
-
-
-# -- one job size ----------------------------------------------------------------------------
-def blocks(steps: int) -> list[int]:
-    """Block sizes adding up to `steps`; the sides alternate ddptui/bare, bare/ddptui, ..."""
-    return [min(BLOCK, steps - start) for start in range(0, steps, BLOCK)]
-
-
-async def start(session: Session) -> None:
-    """Start the ranks and wait until each is at its first prompt."""
-    await session.start()
-    await session.wait_settled()
-    not_paused = [r.index for r in session.ranks if r.state.phase is not Phase.PAUSED]
-    if not_paused:
-        raise RuntimeError(f"ranks {not_paused} never reached their first prompt")
-
-
-async def measure(nproc: int, steps: int, script: str) -> Row:
-    """Start N ranks, warm both sides up, then time them in alternating blocks."""
-    began = time.perf_counter()
-    session = Session(LaunchSpec(target=script, nproc=nproc, stall_timeout=60))
+async def measure_core(row: Row, script: str, steps: int) -> None:
+    """Start a session of N ranks, warm up, time `steps` broadcasts, end it."""
+    session = Session(LaunchSpec(target=script, nproc=row.nproc, stall_timeout=60, env=bench_env()))
     try:
-        await start(session)
-        startup = time.perf_counter() - began
-        await ddptui_steps(session, WARMUP)
-        await bare_steps(session, WARMUP)
-        ddptui: list[float] = []
-        bare: list[float] = []
-        for block, size in enumerate(blocks(steps)):
-            sides = [(ddptui, ddptui_steps), (bare, bare_steps)]
-            for times, side in sides if block % 2 == 0 else sides[::-1]:
-                times += await side(session, size)
-        return Row(nproc, ddptui, bare, startup)
+        await session.start()
+        await session.wait_settled()
+        await core_steps(session, WARMUP)
+        row.times["core"] = await core_steps(session, steps)
     finally:
         await session.close()
 
 
+# -- ddptui --batch --------------------------------------------------------------------------
+def batch_run(nproc: int, script: str, tmp: str, steps: int) -> float:
+    """Wall seconds of one `ddptui --batch` run of `steps` lines `n` (checked: all ranks answer)."""
+    commands, transcript = os.path.join(tmp, f"batch-{steps}.txt"), os.path.join(tmp, "batch.out")
+    with open(commands, "w") as out:
+        out.write("n\n" * steps)
+    argv = [sys.executable, "-m", "ddptui", "--nproc-per-node", str(nproc), "--stall-timeout", "60"]
+    with open(transcript, "wb") as out:
+        began = time.perf_counter()
+        subprocess.run(
+            [*argv, "--batch", commands, script], stdout=out, stderr=subprocess.STDOUT, env=bench_env(),
+            timeout=BATCH_TIMEOUT, check=False,
+        )  # fmt: skip
+        elapsed = time.perf_counter() - began
+    with open(transcript, errors="replace") as out:
+        text = out.read()
+    if text.count("(ddptui) n\n") != steps or text.count(": paused at rank.py") != nproc:
+        raise RuntimeError(f"ddptui --batch did not step every rank {steps} times:\n{text[-2000:]}")
+    return elapsed
+
+
+def measure_batch(row: Row, script: str, tmp: str, steps: int, runs: int) -> None:
+    """Run `ddptui --batch` with 1 and with steps+1 `n` lines, alternately, `runs` times each."""
+    for _ in range(runs):
+        for length in (1, steps + 1):
+            row.batch_runs.setdefault(length, []).append(batch_run(row.nproc, script, tmp, length))
+
+
+# -- tmux --------------------------------------------------------------------------------------
+class TmuxPanes:
+    """N stock-pdb ranks in the panes of one tmux window with synchronize-panes on.
+
+    A private server (`-L`, no config file) with a control-mode client: the client's stdin takes
+    tmux commands, its stdout says `%output %<pane> <octal-escaped bytes>` for every pane.
+    """
+
+    def __init__(self, nproc: int, script: str, tmux: str) -> None:
+        self.nproc = nproc
+        self.script = script
+        self.tmux = tmux
+        self.server = f"ddptui-bench-{os.getpid()}"
+        self.socket_path = ""
+        self.server_pid = 0
+        self.client: subprocess.Popen[bytes] | None = None
+        self._partial = b""
+        self._last = b""
+
+    def run(self, *args: str) -> str:
+        """One tmux command on the private server; its output."""
+        argv = [self.tmux, "-L", self.server, "-f", "/dev/null", *args]
+        return subprocess.run(argv, capture_output=True, text=True, env=bench_env(), check=True).stdout
+
+    def start(self) -> None:
+        """A window with a placeholder pane, the client, then a pane per rank, tiled, synchronized."""
+        columns, lines = TMUX_SIZE
+        self.run("new-session", "-d", "-s", "bench", "-x", str(columns), "-y", str(lines), "exec sleep 3600")
+        self.socket_path, pid = self.run("display-message", "-p", "#{socket_path} #{pid}").rsplit(maxsplit=1)
+        self.server_pid = int(pid)
+        self.run("set-option", "-g", "window-size", "manual")
+        argv = [self.tmux, "-L", self.server, "-C", "attach-session", "-t", "bench"]
+        self.client = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=bench_env())
+        assert self.client.stdout is not None
+        os.set_blocking(self.client.stdout.fileno(), False)
+        rank = shlex.quote(f"exec {shlex.join([sys.executable, self.script])}")
+        for _ in range(self.nproc):  # the placeholder is %0, so the ranks are %1..%N
+            self.send(f"split-window -d -t bench {rank}", "select-layout -t bench tiled")
+        self.send(
+            "kill-pane -t %0", "select-layout -t bench tiled", "set-option -w -t bench synchronize-panes on"
+        )
+        self.wait_prompts()
+
+    def send(self, *commands: str) -> None:
+        """Give the control client tmux commands, one a line."""
+        assert self.client is not None and self.client.stdin is not None
+        self.client.stdin.write("".join(f"{command}\n" for command in commands).encode())
+        self.client.stdin.flush()
+
+    def wait_prompts(self) -> None:
+        """Read the client until every rank's pane printed a new `(Pdb) ` prompt."""
+        assert self.client is not None and self.client.stdout is not None
+        fd = self.client.stdout.fileno()
+        pending = set(range(1, self.nproc + 1))
+        new = {pane: b"" for pane in pending}
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while pending:
+                if not selector.select(STEP_TIMEOUT):
+                    raise RuntimeError(f"tmux: {len(pending)} panes never showed a new prompt")
+                for pane, data in self._outputs(drain(fd) or b""):
+                    new[pane] = new.get(pane, b"") + data
+                    if pane in pending and at_prompt(new[pane], STOCK_PROMPT):
+                        pending.discard(pane)
+
+    def _outputs(self, data: bytes) -> list[tuple[int, bytes]]:
+        """The `(pane, bytes)` of each complete `%output` line; raise on `%error` and `%exit`."""
+        if not data and self.client is not None and self.client.poll() is not None:
+            raise RuntimeError(f"tmux: the control client ended ({self._last.decode(errors='replace')})")
+        *lines, self._partial = (self._partial + data).split(b"\n")
+        outputs = []
+        for line in lines:
+            if line.startswith(b"%output "):
+                _, pane, text = line.split(b" ", 2)
+                outputs.append((int(pane[1:]), _OCTAL.sub(lambda m: bytes([int(m[1], 8)]), text)))
+            elif line.startswith((b"%error", b"%exit")):
+                raise RuntimeError(f"tmux: {self._last.decode(errors='replace') or line.decode()}")
+            elif not line.startswith(b"%"):
+                self._last = line
+        return outputs
+
+    def step(self) -> float:
+        """`send-keys n Enter` to the synchronized window; the wall time until every pane prompts."""
+        began = time.perf_counter()
+        self.send("send-keys -t bench n Enter")
+        self.wait_prompts()
+        return time.perf_counter() - began
+
+    def close(self) -> None:
+        """Kill the server (its panes get SIGHUP), let the client go, remove the socket file."""
+        if self.socket_path:
+            subprocess.run(
+                [self.tmux, "-L", self.server, "kill-server"],
+                capture_output=True,
+                env=bench_env(),
+                check=False,
+            )
+        if self.client is not None:
+            for pipe in (self.client.stdin, self.client.stdout):
+                if pipe is not None:
+                    pipe.close()
+            try:
+                self.client.wait(5)
+            except subprocess.TimeoutExpired:
+                self.client.kill()
+                self.client.wait()
+        self._reap_server()
+        if self.socket_path and os.path.exists(self.socket_path):
+            os.remove(self.socket_path)
+
+    def _reap_server(self) -> None:
+        """Collect the server's exit status if it was adopted here (a Session makes us a subreaper)."""
+        deadline = time.monotonic() + 5.0
+        while self.server_pid and time.monotonic() < deadline:
+            try:
+                if os.waitpid(self.server_pid, os.WNOHANG)[0]:
+                    return
+            except ChildProcessError:
+                return
+            time.sleep(0.01)
+
+
+def measure_tmux(row: Row, script: str, steps: int) -> None:
+    """Time `steps` synchronized `n` in tmux."""
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        row.notes["tmux"] = "tmux is not installed"
+        return
+    panes = TmuxPanes(row.nproc, script, tmux)
+    try:
+        panes.start()
+        for _ in range(WARMUP):
+            panes.step()
+        row.times["tmux"] = [panes.step() for _ in range(steps)]
+    finally:
+        panes.close()
+
+
+# -- one job size ----------------------------------------------------------------------------
+def measure(nproc: int, script: str, tmp: str, args: argparse.Namespace) -> Row:
+    """Every way at one job size, one after another; a way that fails gets a note instead."""
+    row = Row(nproc, load=os.getloadavg()[0])
+    parts: list[tuple[tuple[str, ...], Callable[[], object]]] = [
+        (("stock", "rankpdb", "hooks"), lambda: measure_bare(row, script, tmp, args.steps, args.skip)),
+        (("core",), lambda: asyncio.run(measure_core(row, script, args.steps))),
+        (("tmux",), lambda: measure_tmux(row, script, args.steps)),
+        (("batch",), lambda: measure_batch(row, script, tmp, args.batch_steps, args.batch_runs)),
+    ]
+    for ways, run in parts:
+        if ways[0] in args.skip:
+            continue
+        try:
+            run()
+        except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+            why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if "batch" in ways:
+                row.batch_runs.clear()
+            for way in set(ways) - args.skip:
+                row.times.pop(way, None)
+                row.notes[way] = f"not measured at N={nproc}: {why}"
+    return row
+
+
 # -- report ----------------------------------------------------------------------------------
-def machine() -> str:
-    """One line about where the bench ran."""
+def machine() -> dict[str, object]:
+    """Where and when the bench ran."""
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return (
-        f"machine: {usable} usable cores ({os.cpu_count()} online), {platform.machine()}, "
-        f"{platform.system()} {platform.release()}, Python {platform.python_version()}, {load()}"
+    return {
+        "date": datetime.date.today().isoformat(),
+        "usable_cores": usable,
+        "online_cores": os.cpu_count(),
+        "platform": f"{platform.machine()}, {platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "load_average": round(os.getloadavg()[0], 2),
+    }
+
+
+def ms(value: float, width: int = 8) -> str:
+    """Seconds as right-aligned milliseconds, `-` for not measured."""
+    return f"{'-':>{width}}" if math.isnan(value) else f"{value * 1e3:>{width}.2f}"
+
+
+def times(value: float, width: int = 8) -> str:
+    """A ratio, `-` for not measured."""
+    return f"{'-':>{width}}" if math.isnan(value) else f"{value:>{width}.2f}"
+
+
+def table(row: Row, skip: set[str]) -> list[str]:
+    """The lines of one job size: a way a line, in ms per step, ratios over stock and hooks."""
+    lines = [f"N={row.nproc} (load average {row.load:.2f} at the start)"]
+    lines.append(f"  {'way':<38}{'median':>8}{'p90':>8}{'x stock':>9}{'x hooks':>9}")
+    for way, title in WAYS.items():
+        if way in skip:
+            continue
+        lines.append(
+            f"  {title:<38}{ms(row.median(way))}{ms(row.p90(way))}{times(row.ratio(way), 9)}"
+            f"{times(row.ratio(way, 'hooks') if way in ('core', 'batch') else math.nan, 9)}"
+        )
+        if way in row.notes:
+            lines.append(f"    ({row.notes[way]})")
+        if way == "batch" and row.batch_runs:
+            runs = ", ".join(
+                f"{k} line{'s' * (k > 1)} {statistics.median(v):.2f}s"
+                for k, v in sorted(row.batch_runs.items())
+            )
+            lines.append(f"    (median wall time of a run: {runs})")
+    return lines
+
+
+def as_json(rows: list[Row], args: argparse.Namespace, about: dict[str, object]) -> str:
+    """Every figure, in milliseconds, as one JSON document."""
+
+    def number(value: float, scale: float = 1e3) -> float | None:
+        return None if math.isnan(value) else round(value * scale, 4)
+
+    sizes = [
+        {
+            "nproc": row.nproc,
+            "load_average": round(row.load, 2),
+            "ways": {
+                way: {
+                    "median_ms": number(row.median(way)),
+                    "p90_ms": number(row.p90(way)),
+                    "ratio_stock": number(row.ratio(way), 1),
+                    "samples_ms": [round(t * 1e3, 4) for t in row.times.get(way, [])],
+                }
+                for way in WAYS
+                if way not in args.skip
+            },
+            "batch_runs_s": {str(k): [round(t, 4) for t in v] for k, v in row.batch_runs.items()},
+            "notes": row.notes,
+        }
+        for row in rows
+    ]
+    return json.dumps({"machine": about, "steps": args.steps, "warmup": WARMUP, "sizes": sizes}, indent=2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the bench and print the table or the JSON (a benchmark: the exit status is 0 either way)."""
+    args = parse_args(argv)
+    about = machine()
+    began = time.perf_counter()
+    report = sys.stderr if args.json else sys.stdout
+    print(
+        f"{about['date']}, {about['usable_cores']} usable cores, {about['platform']}, "
+        f"Python {about['python']}, load average {about['load_average']}; "
+        f"{args.steps} timed steps per way (+{WARMUP} warm-up), times in ms per step",
+        file=report,
+        flush=True,
     )
-
-
-def load() -> str:
-    """The 1-minute load average, to tell a quiet machine from a busy one."""
-    return f"load average {os.getloadavg()[0]:.2f}"
-
-
-def header() -> str:
-    """The table's column titles."""
-    return (
-        f"{'N':>4}  {'ddptui med':>10}  {'p90':>8}  {'bare med':>10}  {'p90':>8}"
-        f"  {'ratio':>6}  {'<= ' + str(TARGET):>7}  {'startup':>8}"
-    )
-
-
-def line(row: Row) -> str:
-    """One table row, in milliseconds."""
-    ok = "yes" if row.ratio <= TARGET else "NO"
-    return (
-        f"{row.nproc:>4}  {statistics.median(row.ddptui) * 1e3:>10.2f}  {p90(row.ddptui) * 1e3:>8.2f}"
-        f"  {statistics.median(row.bare) * 1e3:>10.2f}  {p90(row.bare) * 1e3:>8.2f}"
-        f"  {row.ratio:>6.2f}  {ok:>7}  {row.startup:>7.1f}s"
-    )
-
-
-def verdict(rows: list[Row]) -> str:
-    """Whether the target holds at every size, and where it does not."""
-    missed = ",".join(str(row.nproc) for row in rows if row.ratio > TARGET)
-    return f"ratio <= {TARGET} at every size: " + (f"no, missed at N={missed}" if missed else "yes")
-
-
-async def run(sizes: list[int], steps: int) -> list[Row]:
-    """Measure every size in turn, printing each row as it is done."""
-    asyncio.get_running_loop().add_signal_handler(signal.SIGINT, STOP.set)
     rows = []
     with tempfile.TemporaryDirectory(prefix="ddptui-bench-") as tmp:
         script = os.path.join(tmp, "rank.py")
         with open(script, "w", encoding="utf-8") as out:
             out.write(RANK_SCRIPT)
-        for nproc in sizes:
-            rows.append(await measure(nproc, steps, script))
-            print(line(rows[-1]), flush=True)
-    return rows
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run the bench and print the table (a benchmark: the exit status is 0 either way)."""
-    args = parse_args(argv)
-    began = time.perf_counter()
-    print(machine())
+        for nproc in args.sizes:
+            rows.append(measure(nproc, script, tmp, args))
+            print("\n".join(table(rows[-1], args.skip)), file=report, flush=True)
     print(
-        f"steps: {args.steps} timed `n` per side and size (+{WARMUP} warm-up), alternating blocks of {BLOCK}"
+        f"total wall time {time.perf_counter() - began:.1f}s, load average {os.getloadavg()[0]:.2f}",
+        file=report,
     )
-    print("bare: same ranks and ptys, the session's pty readers detached; times in ms per step")
-    print(header(), flush=True)
-    try:
-        rows = asyncio.run(run(args.sizes, args.steps))
-    except (Interrupted, KeyboardInterrupt):
-        print("interrupted (every rank was ended)", file=sys.stderr)
-        return 130
-    print(verdict(rows))
-    print(f"total wall time: {time.perf_counter() - began:.1f}s, {load()}")
+    if args.json:
+        print(as_json(rows, args, about))
     return 0
 
 
