@@ -146,6 +146,7 @@ async def test_divergence_crash_and_terminal_size_are_shown() -> None:
         bar = application.query_one(RankBar)
         await until(pilot, lambda: all_paused(application))
         where = "tests/scripts/diverge.py"
+        await until(pilot, lambda: "ranks diverge" in str(bar.render()))  # the bar redraws once a frame
         assert f"ranks diverge: 0 at {where}:10 · 1-2 at {where}:13" in str(bar.render())
         assert bar.has_class("-diverged")
         await pilot.press("f5")  # held back by the divergence guard
@@ -255,3 +256,14 @@ async def test_a_collective_verdict_is_shown_in_the_command_log() -> None:
             "rank 1 waits in #2 barrier (tests/scripts/collective_bugs.py:30)"
         )
         application.session.kill_now()
+
+
+async def test_broadcast_answers_are_collapsed_in_the_command_log(app: DdptuiApp) -> None:
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: all_paused(app))
+        log = app.command_log.lines_text
+        await pilot.press("f2", *"p 6 * 7", "enter")
+        await until(pilot, lambda: "[ranks 0-1] 42" in log())
+        await pilot.press(*"p value", "enter")
+        await until(pilot, lambda: "[rank 1] 10" in log())
+        assert "[rank 0] 0" in log() and log().index("(ddptui) p value") < log().index("[rank 0] 0")

@@ -22,10 +22,11 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from ddptui.core import commands
+from ddptui.core.answers import answer_lines, tagged
 from ddptui.core.batch import exit_status
 from ddptui.core.launch import LaunchError, check_port
 from ddptui.core.rootcause import Failure, root_cause
-from ddptui.core.session import Session
+from ddptui.core.session import Broadcast, Session
 from ddptui.core.state import Phase, RankState
 from ddptui.core.targets import Line, TargetError, format_ranks
 from ddptui.core.text import inert
@@ -38,6 +39,8 @@ from ddptui.ui.stack_tree import StackTree
 from ddptui.ui.state_grid import StateGrid
 from ddptui.ui.watch_panel import WatchPanel
 
+ANSWER_LINES = 12
+"""Lines of a broadcast's answers shown in the command log at most (the panes have them all)."""
 PAGE_SIZE = 8
 """Panes shown at once; more ranks are paged (F3/F4 move the focus across pages)."""
 GRID_THRESHOLD = 8
@@ -388,9 +391,21 @@ class DdptuiApp(App[int]):
         """Send a pdb command to the target ranks in lockstep (queued behind one in flight)."""
         if not self.session.ranks or self._quitting:
             return
-        _, said = await commands.send(self.session, line)
+        sent, said = await commands.send(self.session, line)
+        if sent is not None:
+            self.command_log.echo(sent.command)
+            self.command_log.show(commands.Result(tuple(self._answers(sent))))
         self.command_log.show(said)
         self.watch_panel.show(said.tables)
+
+    def _answers(self, sent: Broadcast) -> list[str]:
+        """What the ranks answered, identical answers once (`[ranks 0-3] 42`), cut to a few lines."""
+        prompts = {rank.index: rank.prompt for rank in self.session.ranks}
+        per_rank = {a.rank: answer_lines(a.output, prompts[a.rank], sent.command) for a in sent.replies}
+        lines = tagged(per_rank)
+        if len(lines) > ANSWER_LINES:
+            lines = [*lines[: ANSWER_LINES - 1], f"… {len(lines) - ANSWER_LINES + 1} more lines in the panes"]
+        return lines
 
     # -- actions ----------------------------------------------------------------------------
     def action_step(self, command: str) -> None:
