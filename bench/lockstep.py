@@ -154,7 +154,7 @@ def at_prompt(data: bytes, prompt: bytes) -> bool:
 
 def drain(fd: int) -> bytes | None:
     """Read what a non-blocking fd has right now; None once it is closed (EOF, or EIO on a pty)."""
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         try:
             chunk = os.read(fd, 65536)
