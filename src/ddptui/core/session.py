@@ -413,7 +413,7 @@ class Session:
             result.replies = [Answer(r.index, r.output.since(start[r.index][0]), r.state) for r in ready]
             if command.split()[0] in EXECUTION_COMMANDS:
                 await self._replace_waiting()
-                self.verdicts.trigger()
+                self.verdicts.after_step()
             return result
 
     async def _replace_waiting(self) -> None:

@@ -9,6 +9,7 @@ last log of ranks that exited (sent with their `exited` event), then runs `colle
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,8 @@ from ddptui.rank.protocol import Reply
 if TYPE_CHECKING:
     from ddptui.core.session import Session
 
+STEP_CHECK_INTERVAL = 1.0
+"""Seconds between two checks caused by lockstep steps."""
 LOG_TIMEOUT = 2.0
 """Seconds a rank has to send its collective log."""
 
@@ -38,6 +41,15 @@ class VerdictWatch:
         """Verdicts already said, by what they are about (their wording follows the ranks' states)."""
         self._task: asyncio.Task[None] | None = None
         self._again = False
+        self._stepped = 0.0
+
+    def after_step(self) -> None:
+        """Check after a lockstep step, for a mismatch it may have issued — but only in a job known
+        to use collectives, and at most once a second: a step must not pay for N log reads."""
+        now = time.monotonic()
+        if any(self.logs.values()) and now - self._stepped >= STEP_CHECK_INTERVAL:
+            self._stepped = now
+            self.trigger()
 
     def trigger(self) -> None:
         """Check soon; checks never overlap, and one asked for during a check runs after it."""
