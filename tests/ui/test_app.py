@@ -95,7 +95,8 @@ async def test_rank_bar_follows_paused_running_exited(app: DdptuiApp) -> None:
     async with app.run_test(size=(160, 40)) as pilot:
         bar = app.query_one(RankBar)
         await until(pilot, lambda: all_paused(app))
-        assert "paused at" in str(bar.render()) and "steps.py:8" in str(bar.render())
+        await until(pilot, lambda: "paused at" in str(bar.render()))  # the bar redraws once a frame
+        assert "steps.py:8" in str(bar.render())
         await pilot.press("f5")
         await until(pilot, lambda: " r0-1  exited 0 " in str(bar.render()))
         assert app.query_one("#rank-0", RankPane).has_class("-exited")
