@@ -79,7 +79,7 @@ def test_new_user_walkthrough(tmux: type[Tmux], ddptui: Runner) -> None:
     term = tmux("--nproc-per-node", "2", str(EXAMPLES / "train_ddp.py"))
     assert term.shows("(Pdb r0)") and term.shows("(Pdb r1)"), term.screen()
     term.keys("F10")
-    assert wait_for(lambda: term.screen().count("-> loss = torch.nn.functional.mse_loss(out, y)") == 2, 30), (
+    assert wait_for(lambda: term.screen().count("-> loss = torch.nn.functional.mse_loss(out, y)") >= 2, 30), (
         term.screen()
     )
     term.keys("F2")
