@@ -223,7 +223,9 @@ def test_identical_answers_are_printed_once_unless_no_collapse(ddptui: Runner) -
 
 
 def test_waiting_ranks_are_placed_again_after_a_step(ddptui: Runner) -> None:
-    result = ddptui.batch(SCRIPTS / "dist_breakpoint_rank1.py", ":state\n@1 c\n:state\nc\n", nproc=3, stall=2)
+    # the sleep gives ranks 0 and 2 time to leave the barrier (rank 1 may pause again before they do)
+    commands = ":state\n@1 c\n@1 !__import__('time').sleep(1)\n:state\nc\n"
+    result = ddptui.batch(SCRIPTS / "dist_breakpoint_rank1.py", commands, nproc=3, stall=2)
     before = result.stdout.split("(ddptui) :state\n")[1].split("(ddptui)")[0]
     after = result.stdout.split("(ddptui) :state\n")[2].split("(ddptui)")[0]
     assert "rank 0: waiting at tests/scripts/dist_breakpoint_rank1.py:9 in barrier" in before

@@ -95,7 +95,8 @@ async def _ranks(session: Session, arg: str) -> Result:
 
 @command("state", "status", usage=":state", help="every rank's state, host and pid")
 async def _state(session: Session, arg: str) -> Result:
-    """One line per rank."""
+    """One line per rank, the waiting ones placed afresh."""
+    await session.replace_waiting()
     lines = []
     for rank in session.ranks:
         who = rank.identity

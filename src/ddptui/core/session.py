@@ -412,11 +412,11 @@ class Session:
                 self.outstanding, self.in_flight_command = frozenset(), ""
             result.replies = [Answer(r.index, r.output.since(start[r.index][0]), r.state) for r in ready]
             if command.split()[0] in EXECUTION_COMMANDS:
-                await self._replace_waiting()
+                await self.replace_waiting()
                 self.verdicts.after_step()
             return result
 
-    async def _replace_waiting(self) -> None:
+    async def replace_waiting(self) -> None:
         """Place the waiting ranks again: the ranks just stepped may have released them, and a
         state must not say `in barrier` of a rank that has moved on to wait elsewhere."""
         waiting = [rank for rank in self.ranks if rank.state.phase is Phase.WAITING]

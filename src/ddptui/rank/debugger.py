@@ -95,7 +95,11 @@ class RankPdb(_ORIGINAL_PDB):
         if caller is None or caller is frame:
             super().set_trace(frame)
             return
-        frame = caller
+        self.stop_at(caller)
+
+    def stop_at(self, frame: types.FrameType, banner: str = "") -> None:
+        """Open the prompt at `frame` right now, though the call in progress is deeper (in torch,
+        in ddptui): the frames inside are not the user's, and `n` steps over the whole call."""
         self.reset()
         outer: types.FrameType | None = frame
         while outer is not None:
@@ -103,6 +107,8 @@ class RankPdb(_ORIGINAL_PDB):
             self.botframe, outer = outer, outer.f_back
         self._set_stopinfo(self.botframe, None, -1)  # type: ignore[attr-defined]  # no stop until the user's command says where
         sys.settrace(self.trace_dispatch)
+        if banner:
+            self.message(banner)
         self.interaction(frame, None)
 
     def message(self, msg: str) -> None:

@@ -229,15 +229,7 @@ def prompt(frame: types.FrameType, banner: str) -> None:
     The frames inside (torch, this module) are not the user's: `n` steps over the whole call.
     """
     pdb = debugger.RankPdb()
-    pdb.reset()
-    outer: types.FrameType | None = frame
-    while outer is not None:
-        outer.f_trace = pdb.trace_dispatch
-        pdb.botframe, outer = outer, outer.f_back
-    pdb._set_stopinfo(pdb.botframe, None, -1)  # type: ignore[attr-defined]  # no stop until the user's command says where
-    sys.settrace(pdb.trace_dispatch)
-    pdb.message(banner)
-    pdb.interaction(frame, None)
+    pdb.stop_at(frame, banner)
     if pdb.quitting:  # `q`: as pdb's own dispatch would after the prompt
         raise bdb.BdbQuit
 
