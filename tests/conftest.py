@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,8 @@ import psutil
 import pytest
 from textual.pilot import Pilot
 
+from ddptui.core.launch import LaunchSpec
+from ddptui.core.session import Session
 from ddptui.core.targets import parse_ranks
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -166,3 +168,24 @@ def summary(stdout: str) -> dict[int, str]:
         if sep and head.startswith("rank ") and head[5:].isdigit():
             result[int(head[5:])] = state
     return result
+
+
+@contextlib.asynccontextmanager
+async def running_session(
+    script: Path, *args: str, nproc: int = 2, link_timeout: float = 60
+) -> AsyncIterator[Session]:
+    """A started in-process session whose ranks have linked; every rank process is gone afterwards."""
+    session = Session(LaunchSpec(target=str(script), args=args, nproc=nproc, stall_timeout=2))
+    await session.start()
+    pids = [rank.transport.pid for rank in session.ranks]  # type: ignore[attr-defined]
+    try:
+        linked = await session.wait_until(
+            lambda: all(r.transport.linked for r in session.ranks), link_timeout
+        )
+        assert linked, "ranks did not link"
+        yield session
+    finally:
+        await session.close()
+        assert not [
+            pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
+        ]

@@ -3,41 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import socket
 import stat
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import psutil
 import pytest
-from conftest import SCRIPTS
+from conftest import SCRIPTS, running_session
 
-from ddptui.core.launch import LaunchSpec
 from ddptui.core.session import Session
 from ddptui.core.state import Phase
 from ddptui.rank.protocol import Frame, Hello, Identity, Paused, Reply
 
 TIMEOUT = 60
-
-
-@contextlib.asynccontextmanager
-async def running(script: Path, *args: str, nproc: int = 2) -> AsyncIterator[Session]:
-    """A started session whose processes are all gone once the block ends."""
-    session = Session(LaunchSpec(target=str(script), args=args, nproc=nproc, stall_timeout=2))
-    await session.start()
-    pids = [rank.transport.pid for rank in session.ranks]  # type: ignore[attr-defined]
-    try:
-        ready = await session.wait_until(lambda: all(r.transport.linked for r in session.ranks), TIMEOUT)
-        assert ready, "ranks did not link"
-        yield session
-    finally:
-        await session.close()
-        assert not [
-            pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
-        ]
 
 
 async def ask(session: Session, kind: str, args: dict[str, object], timeout: float = 5.0) -> dict[int, Reply]:
@@ -72,7 +51,7 @@ async def reach(session: Session, mode: str) -> None:
 @pytest.mark.parametrize("mode", ["prompt", "collective", "busy", "crash"])
 async def test_eval_and_stack_answered_in_every_state(mode: str, tmp_path: Path) -> None:
     flag = tmp_path / "go"
-    async with running(SCRIPTS / "states.py", mode, str(flag)) as session:
+    async with running_session(SCRIPTS / "states.py", mode, str(flag)) as session:
         await reach(session, mode)
         answers = await ask(session, "eval", {"expr": "secret"})
         for index, reply in answers.items():
@@ -92,7 +71,7 @@ async def test_eval_and_stack_answered_in_every_state(mode: str, tmp_path: Path)
 
 
 async def test_an_expression_that_raises_or_hangs_gets_an_error_reply(tmp_path: Path) -> None:
-    async with running(SCRIPTS / "states.py", "prompt", str(tmp_path / "go"), nproc=1) as session:
+    async with running_session(SCRIPTS / "states.py", "prompt", str(tmp_path / "go"), nproc=1) as session:
         await reach(session, "prompt")
         reply = (await ask(session, "eval", {"expr": "1 / 0"}))[0]
         assert not reply.ok and reply.error == "ZeroDivisionError: division by zero"
@@ -106,7 +85,7 @@ async def test_an_expression_that_raises_or_hangs_gets_an_error_reply(tmp_path: 
 
 
 async def test_huge_values_come_back_summarised_and_cut() -> None:
-    async with running(SCRIPTS / "big_values.py", nproc=1) as session:
+    async with running_session(SCRIPTS / "big_values.py", nproc=1) as session:
         await reach(session, "prompt")
         tensor = (await ask(session, "eval", {"expr": "big"}, timeout=10))[0]
         assert tensor.ok, tensor.error
@@ -135,7 +114,7 @@ async def _closed_by_server(sock: socket.socket) -> bool:
 
 
 async def test_links_without_the_token_get_nothing_and_are_logged(tmp_path: Path) -> None:
-    async with running(SCRIPTS / "states.py", "prompt", str(tmp_path / "go"), nproc=1) as session:
+    async with running_session(SCRIPTS / "states.py", "prompt", str(tmp_path / "go"), nproc=1) as session:
         await reach(session, "prompt")
         directory = session.state_dir
         assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700
@@ -155,7 +134,7 @@ async def test_links_without_the_token_get_nothing_and_are_logged(tmp_path: Path
 
 
 async def test_right_token_but_not_a_rank_is_closed(tmp_path: Path) -> None:
-    async with running(SCRIPTS / "states.py", "prompt", str(tmp_path / "go"), nproc=1) as session:
+    async with running_session(SCRIPTS / "states.py", "prompt", str(tmp_path / "go"), nproc=1) as session:
         await reach(session, "prompt")
         token = session._server.token  # type: ignore[union-attr]
         sock = _connect(os.path.join(session.state_dir, "channel.sock"))
@@ -165,7 +144,7 @@ async def test_right_token_but_not_a_rank_is_closed(tmp_path: Path) -> None:
 
 
 async def test_a_protocol_version_mismatch_is_one_clear_line(tmp_path: Path) -> None:
-    async with running(SCRIPTS / "states.py", "prompt", str(tmp_path / "go"), nproc=1) as session:
+    async with running_session(SCRIPTS / "states.py", "prompt", str(tmp_path / "go"), nproc=1) as session:
         await reach(session, "prompt")
         token = session._server.token  # type: ignore[union-attr]
         sock = _connect(os.path.join(session.state_dir, "channel.sock"))

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
-import psutil
-from conftest import SCRIPTS
+from conftest import SCRIPTS, running_session
 
-from ddptui.core.launch import LaunchSpec
 from ddptui.core.session import Session
 from ddptui.core.stack_tree import Node, Stop, merged, render, sample, stacks_lines
 from ddptui.rank.protocol import Frame
@@ -22,23 +19,6 @@ def marked(script: Path, name: str) -> int:
     """The line of `script` marked `# @name`."""
     lines = script.read_text().splitlines()
     return next(number for number, text in enumerate(lines, 1) if text.endswith(f"# @{name}"))
-
-
-@contextlib.asynccontextmanager
-async def running(script: Path, nproc: int) -> AsyncIterator[Session]:
-    """A started session whose processes are all gone once the block ends."""
-    session = Session(LaunchSpec(target=str(script), nproc=nproc, stall_timeout=2))
-    await session.start()
-    pids = [rank.transport.pid for rank in session.ranks]  # type: ignore[attr-defined]
-    try:
-        ready = await session.wait_until(lambda: all(r.transport.linked for r in session.ranks), TIMEOUT)
-        assert ready, "ranks did not link"
-        yield session
-    finally:
-        await session.close()
-        assert not [
-            pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
-        ]
 
 
 async def sampled_until(
@@ -68,7 +48,7 @@ def walk(node: Node) -> list[Node]:
 
 async def test_a_hang_groups_ranks_0_to_2_in_all_reduce_and_rank_3_asleep() -> None:
     script = SCRIPTS / "stacks_hang.py"
-    async with running(script, nproc=4) as session:
+    async with running_session(script, nproc=4, link_timeout=TIMEOUT) as session:
         await sampled_until(
             session,
             lambda stacks: (
@@ -99,7 +79,7 @@ async def test_a_hang_groups_ranks_0_to_2_in_all_reduce_and_rank_3_asleep() -> N
 
 async def test_paused_asleep_exited_and_gil_bound_ranks_each_have_a_stack() -> None:
     script = SCRIPTS / "stacks_mixed.py"
-    async with running(script, nproc=4) as session:
+    async with running_session(script, nproc=4, link_timeout=TIMEOUT) as session:
         ranks = session.ranks
         ok = await session.wait_until(lambda: ranks[0].state.at_prompt and not ranks[2].state.alive, TIMEOUT)
         assert ok, [rank.state for rank in ranks]

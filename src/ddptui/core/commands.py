@@ -159,15 +159,27 @@ async def _skip(session: Session, arg: str) -> Result:
     return Result((f"breakpoint at {where} stops no more, on any rank (:skip none undoes)",))
 
 
+def guard(session: Session, targets: frozenset[int] | None, override: str) -> Result | None:
+    """The divergence guard: why an execution command is held back (ranks paused at different
+    places would step into different collectives), or None when it may go."""
+    spread = session.divergence(targets)
+    if not spread:
+        return None
+    return Result((f"not sent: the ranks stand at different places ({spread}); {override}",), error=True)
+
+
 async def send(session: Session, line: Line) -> tuple[Broadcast | None, Result]:
     """A pdb command to the target ranks in lockstep, behind the divergence guard; then the watches.
 
     Returns the broadcast (None when nothing was sent) and what to tell the user about it.
     """
-    spread = session.divergence(line.targets) if line.executes and not line.force else ""
-    if spread:
-        why = f"not sent: the ranks stand at different places ({spread}); !{line.text} sends anyway"
-        return None, Result((why,), error=True)
+    held = (
+        guard(session, line.targets, f"!{line.text} sends anyway")
+        if line.executes and not line.force
+        else None
+    )
+    if held is not None:
+        return None, held
     if not session.live(line.targets):
         return None, Result(("no live rank to send it to",), error=True)
     if line.force:  # `!n` also runs a collective that :until-collective held back as mismatched
@@ -351,10 +363,9 @@ async def _until_collective(session: Session, arg: str) -> Result:
     """Run to the next collective and compare it across ranks (behind the divergence guard)."""
     from ddptui.core.until import until_collective  # it builds on this module's Result
 
-    spread = session.divergence()
-    if spread and arg != "!":
-        why = f"not sent: the ranks stand at different places ({spread}); :until-collective ! runs anyway"
-        return Result((why,), error=True)
+    held = guard(session, None, ":until-collective ! runs anyway") if arg != "!" else None
+    if held is not None:
+        return held
     return dataclasses.replace(await until_collective(session), sent="c")
 
 
