@@ -147,8 +147,8 @@ async def test_divergence_crash_and_terminal_size_are_shown() -> None:
         bar = application.query_one(RankBar)
         await until(pilot, lambda: all_paused(application))
         where = "tests/scripts/diverge.py"
-        await until(pilot, lambda: "ranks diverge" in str(bar.render()))  # the bar redraws once a frame
-        assert f"ranks diverge: 0 at {where}:10 · 1-2 at {where}:13" in str(bar.render())
+        verdict = f"ranks diverge: 0 at {where}:10 · 1-2 at {where}:13"
+        await until(pilot, lambda: verdict in str(bar.render()))  # the bar redraws once a frame
         assert bar.has_class("-diverged")
         await pilot.press("f5")  # held back by the divergence guard
         await until(
@@ -187,8 +187,9 @@ async def test_subset_prefix_and_default_targets_on_the_command_line(app: Ddptui
         await pilot.press("f2", *"@1 p rank + 500", "enter")
         await until(pilot, lambda: "501" in screen_text(app, 1).splitlines())
         await pilot.press(*":ranks 0", "enter")
-        await pilot.pause()
-        assert str(app.command_bar.query_one("#mode").render()).strip() == "BROADCAST → ranks 0"
+        await until(
+            pilot, lambda: str(app.command_bar.query_one("#mode").render()).strip() == "BROADCAST → ranks 0"
+        )
         await pilot.press(*"p rank + 700", "enter")
         await until(pilot, lambda: "700" in screen_text(app, 0).splitlines())
         await until(pilot, lambda: all_paused(app))
