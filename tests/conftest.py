@@ -42,6 +42,18 @@ async def until(pilot: Pilot[Any], condition: Callable[[], object], timeout: flo
         await pilot.pause(0.02)
 
 
+async def steady_identities(pilot: Pilot[Any], app: Any) -> None:
+    """For snapshots: once every shown pane says who its rank is, pin the pid and host in it
+    (they differ from run to run and machine to machine; test_app checks the real ones)."""
+    from ddptui.ui.rank_pane import RankPane
+
+    panes = [pane for pane in app.query(RankPane) if pane.display]
+    await until(pilot, lambda: all(pane.identity for pane in panes))
+    for pane in panes:
+        pane.show_identity(f"local rank {pane.rank} · node · pid {4000 + pane.rank}")
+    await pilot.pause()
+
+
 def tagged_processes(tmpdir: Path) -> list[psutil.Process]:
     """Live processes whose environment carries TMPDIR=tmpdir: every rank and its children."""
     found = []

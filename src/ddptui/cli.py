@@ -41,7 +41,8 @@ def build_parser() -> Parser:
         prog="ddptui",
         description="Run a PyTorch distributed job with one pdb pane per rank.",
         usage="ddptui [options] (SCRIPT | -m MODULE) [ARGS...]  |  ddptui [options] -- COMMAND...",
-        epilog="ddptui attach PID: a job already running, read-only (see ddptui attach --help)",
+        epilog="ddptui listen: ranks started elsewhere connect (see ddptui listen --help); "
+        "ddptui attach PID: a job already running, read-only (see ddptui attach --help)",
         allow_abbrev=False,
     )
     add = parser.add_argument
@@ -59,6 +60,18 @@ def build_parser() -> Parser:
     add("--master-port", "--master_port", type=int, default=None, metavar="PORT", help="default: a free port")
     add("--standalone", action="store_true", help="accepted for torchrun compatibility")
     torchrun_options.add_options(parser)
+    add_session_options(parser)
+    add("--demo", action="store_true", help="run the bundled 4-rank CPU DDP example")
+    add("-m", "--module", action="store_true", help="SCRIPT is a module name, as in python -m")
+    add("--version", action="version", version=f"ddptui {__version__}")
+    add("script", nargs="?", help="the training script (or module with -m)")
+    add("args", nargs=argparse.REMAINDER, help="arguments for the script")
+    return parser
+
+
+def add_session_options(parser: argparse.ArgumentParser) -> None:
+    """ddptui's own options, whatever starts the job (a script, `-- COMMAND`, `listen`)."""
+    add = parser.add_argument
     add(
         "--log-dir",
         "--log_dir",
@@ -99,12 +112,59 @@ def build_parser() -> Parser:
         action="store_true",
         help="with --batch: one line per rank even when ranks print the same (default: [ranks 0-3] once)",
     )
-    add("--demo", action="store_true", help="run the bundled 4-rank CPU DDP example")
-    add("-m", "--module", action="store_true", help="SCRIPT is a module name, as in python -m")
-    add("--version", action="version", version=f"ddptui {__version__}")
-    add("script", nargs="?", help="the training script (or module with -m)")
-    add("args", nargs=argparse.REMAINDER, help="arguments for the script")
-    return parser
+
+
+def listen_spec(argv: Sequence[str]) -> tuple[LaunchSpec, argparse.Namespace]:
+    """`ddptui listen ...`: wait for the ranks of a job started elsewhere; raise UsageError."""
+    parser = Parser(
+        prog="ddptui listen",
+        description="Wait for the ranks of a job started elsewhere (srun, torchrun on several nodes) to "
+        "connect, each with its own pane. Prints the line to add to the job's environment.",
+        usage="ddptui listen [--host HOST] [--port PORT] [--world-size N] [options]",
+        allow_abbrev=False,
+    )
+    add = parser.add_argument
+    add(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1: let other nodes in through an SSH tunnel; "
+        "0.0.0.0 opens it to the network, where the token is all that keeps others out)",
+    )
+    add("--port", type=int, default=0, help="TCP port (default: a free one, printed)")
+    add(
+        "--world-size", type=int, default=None, metavar="N", help="ranks to wait for (default: what they say)"
+    )
+    add(
+        "--on-disconnect",
+        choices=("continue", "exit"),
+        default="continue",
+        help="when ddptui quits or the network fails, each rank runs on undebugged (continue, the "
+        "default) or exits (exit)",
+    )
+    add(
+        "--env-file",
+        default=None,
+        metavar="FILE",
+        help="also write the line to FILE (0600) for `source FILE`",
+    )
+    add_session_options(parser)
+    options = parser.parse_args(argv)
+    if not 0 <= options.port < 65536:
+        raise UsageError(f"--port {options.port} is not a port number")
+    if options.world_size is not None and options.world_size < 1:
+        raise UsageError(f"--world-size must be at least 1, not {options.world_size}")
+    check_session_options(options)
+    spec = LaunchSpec(
+        target="listen",
+        nproc=options.world_size or 0,
+        listen=(options.host, options.port),
+        on_disconnect=options.on_disconnect,
+        env_file=options.env_file,
+        stall_timeout=options.stall_timeout,
+        pg_timeout=options.pg_timeout,
+        log_dir=options.log_dir,
+    )
+    return spec, options
 
 
 def parse_spec(argv: Sequence[str]) -> tuple[LaunchSpec, argparse.Namespace]:
@@ -248,8 +308,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return attach(argv[1:])
     try:
-        spec, options = parse_spec(argv)
-        for note in [] if spec.command else torchrun_options.notes(options):
+        spec, options = listen_spec(argv[1:]) if argv[:1] == ["listen"] else parse_spec(argv)
+        for note in [] if spec.command or spec.listen else torchrun_options.notes(options):
             print(f"ddptui: {note}", file=sys.stderr)
         if options.batch is not None:
             batch_input.check_source(options.batch)

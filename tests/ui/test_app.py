@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import shutil
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 import pytest
-from conftest import SCRIPTS, until
+from conftest import SCRIPTS, steady_identities, until
 from textual.pilot import Pilot
 
 from ddptui.core.launch import LaunchSpec
@@ -126,6 +127,7 @@ def test_main_screen_snapshot(snap_compare: Callable[..., bool]) -> None:
         await until(pilot, lambda: all_paused(application))
         panes = list(application.query(RankPane))
         await until(pilot, lambda: all(p.terminal.pending == 0 for p in panes))
+        await steady_identities(pilot, application)
         await pilot.pause(0.2)
 
     assert snap_compare(application, terminal_size=(120, 30), run_before=settle)
@@ -147,6 +149,12 @@ async def test_divergence_crash_and_terminal_size_are_shown() -> None:
         bar = application.query_one(RankBar)
         await until(pilot, lambda: all_paused(application))
         where = "tests/scripts/diverge.py"
+        for rank in application.session.ranks:  # who each rank is, under its pane
+            who = rank.identity
+            assert who is not None and who.host == socket.gethostname() and who.local_rank == rank.index
+            pane = application.pane(rank.index)
+            assert pane.identity == f"local rank {rank.index} · {who.host} · pid {who.pid}"
+            assert str(pane.border_subtitle) == pane.identity
         verdict = f"ranks diverge: 0 at {where}:10 · 1-2 at {where}:13"
         await until(pilot, lambda: verdict in str(bar.render()))  # the bar redraws once a frame
         assert bar.has_class("-diverged")

@@ -6,7 +6,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import SCRIPTS, until
+from conftest import SCRIPTS, steady_identities, until
 from textual.pilot import Pilot
 from textual.widgets import Label
 from textual.widgets._toast import Toast
@@ -157,6 +157,7 @@ def test_eighty_by_twenty_four_keeps_the_rank_bar_and_divergence(snap_compare: C
         bar = app.query_one(RankBar)
         await until(pilot, lambda: "ranks diverge: 0 at line 10 · 1-2 at line 13" in str(bar.render()))
         await until(pilot, lambda: all(p.terminal.pending == 0 for p in app.query(RankPane)))
+        await steady_identities(pilot, app)
         await pilot.pause(0.2)
 
     try:

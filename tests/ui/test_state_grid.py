@@ -6,7 +6,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import SCRIPTS, until
+from conftest import SCRIPTS, steady_identities, until
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.strip import Strip
@@ -285,6 +285,7 @@ def test_sixty_four_ranks_snapshot(snap_compare: Callable[..., bool]) -> None:
         await until(pilot, lambda: app.state_grid is not None and app.state_grid.marks == {5: "!"})
         panes = list(app.query(RankPane))
         await until(pilot, lambda: all(p.terminal.pending == 0 for p in panes))
+        await steady_identities(pilot, app)
         await pilot.pause(0.3)
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=settle)

@@ -77,8 +77,8 @@ def exit_status(states: list[RankState]) -> int:
     """0 when every rank exited 0; else the first failing rank's status (128+N for signal N)."""
     for state in states:
         code = state.exit_code
-        if state.ended_by_ddptui or code == NO_STATUS:
-            return 1
+        if state.ended_by_ddptui or state.released or code == NO_STATUS:
+            return 1  # the run ended before the rank did
         if code:
             return 128 - code if code < 0 else code
     return 0

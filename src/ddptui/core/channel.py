@@ -1,4 +1,5 @@
-"""The core's end of the rank links: a unix socket server that authenticates every connection.
+"""The core's end of the rank links: a unix socket (and, for `ddptui listen`, a TCP) server that
+authenticates every connection.
 
 A connection is believed only after its first message, a `Hello` with the session's token and
 this protocol version. It is then bound to one rank by whoever accepts it, and everything it sends
@@ -35,6 +36,8 @@ class Connection(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
         self.peer_pid = 0
         """The pid the kernel says is at the other end (SO_PEERCRED), not the one claimed."""
+        self.peer = "an unknown peer"
+        """Who connected, for log lines: `pid N` (unix socket) or `HOST:PORT` (TCP)."""
         self._fd = -1
         self.on_close: Callable[[], None] = lambda: None
 
@@ -44,8 +47,14 @@ class Connection(asyncio.Protocol):
         sock = transport.get_extra_info("socket")
         if sock is not None:
             self._fd = sock.fileno()
-            creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-            self.peer_pid = struct.unpack("3i", creds)[0]
+            if sock.family == socket.AF_UNIX:
+                creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+                self.peer_pid = struct.unpack("3i", creds)[0]
+                self.peer = f"pid {self.peer_pid}"
+            else:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                host, port = transport.get_extra_info("peername")[:2]
+                self.peer = f"{host}:{port}"
         self._server.connections.add(self)
         self._timer = asyncio.get_running_loop().call_later(HELLO_TIMEOUT, self._no_hello)
 
@@ -71,7 +80,7 @@ class Connection(asyncio.Protocol):
             if self._sink is None:
                 self._refuse(f"no hello ({exc})")
             else:
-                self._server.log(f"dropped a malformed message from pid {self.peer_pid}: {exc}")
+                self._server.log(f"dropped a malformed message from {self.peer}: {exc}")
             return
         if self._sink is None:
             self._hello(message)
@@ -127,7 +136,7 @@ class Connection(asyncio.Protocol):
 
     def _refuse(self, why: str) -> None:
         """Close an unauthenticated connection and log the attempt."""
-        self._server.log(f"refused a connection from pid {self.peer_pid}: {why}")
+        self._server.log(f"refused a connection from {self.peer}: {why}")
         self.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -168,7 +177,8 @@ class Connection(asyncio.Protocol):
 
 
 class ChannelServer:
-    """Accepts rank connections on a 0600 socket in a 0700 directory; hands good hellos on."""
+    """Accepts rank connections on a 0600 socket in a 0700 directory (and on TCP when asked); hands
+    good hellos on. Over TCP the token is all that admits a connection: no pid is known."""
 
     def __init__(
         self,
@@ -183,6 +193,7 @@ class ChannelServer:
         self.log = log
         self.connections: set[Connection] = set()
         self._server: asyncio.AbstractServer | None = None
+        self._tcp: asyncio.AbstractServer | None = None
 
     async def start(self) -> None:
         """Listen on the socket path, readable and writable by this user only."""
@@ -194,20 +205,29 @@ class ChannelServer:
             os.umask(old)
         os.chmod(self.path, 0o600)
 
+    async def listen_tcp(self, host: str, port: int) -> tuple[str, int]:
+        """Also accept ranks over TCP on `host`:`port` (`ddptui listen`); returns the address bound."""
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(lambda: Connection(self), host, port, reuse_address=True)
+        self._tcp = server
+        bound = server.sockets[0].getsockname()
+        return str(bound[0]), int(bound[1])
+
     def accept(self, connection: Connection, hello: Hello) -> None:
         """Bind an authenticated connection to its rank, or close it if no rank claims it."""
         if not self.on_hello(connection, hello):
             self.log(
-                f"closed a link from pid {connection.peer_pid} claiming rank {hello.identity.rank}: "
+                f"closed a link from {connection.peer} claiming rank {hello.identity.rank}: "
                 "not a rank of this session"
             )
             connection.close()
 
     async def close(self) -> None:
         """Stop listening and drop every connection."""
-        if self._server is not None:
-            self._server.close()
+        servers = [server for server in (self._server, self._tcp) if server is not None]
+        for server in servers:
+            server.close()
         for connection in list(self.connections):
             connection.close()
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in servers:
+            await server.wait_closed()

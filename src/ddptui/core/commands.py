@@ -100,7 +100,7 @@ async def _state(session: Session, arg: str) -> Result:
     lines = []
     for rank in session.ranks:
         who = rank.identity
-        where = f"  [{who.host} pid {who.pid}]" if who is not None else ""
+        where = f"  [local rank {who.local_rank} on {who.host}, pid {who.pid}]" if who is not None else ""
         lines.append(f"rank {rank.index}: {rank.state.describe()}{where}")
     return Result((*lines, *await suspended_timeouts(session)))
 

@@ -43,6 +43,13 @@ class LaunchSpec:
     """`TORCHELASTIC_RUN_ID` (`--rdzv-id`); a new one when None."""
     role: str = "default"
     """`ROLE_NAME` (`--role`)."""
+    listen: tuple[str, int] | None = None
+    """`ddptui listen`: the TCP address to accept ranks on (ddptui launches nothing; `nproc`, when
+    not 0, is the world size to expect)."""
+    on_disconnect: str = "continue"
+    """`ddptui listen`: what a rank does when ddptui hangs up, `continue` undebugged or `exit`."""
+    env_file: str | None = None
+    """`ddptui listen`: a file to write the job's environment line to (0600)."""
 
     def argv(self) -> list[str]:
         """The command line of one rank process."""
@@ -57,14 +64,14 @@ def free_port(addr: str) -> int:
         return int(sock.getsockname()[1])
 
 
-def check_port(addr: str, port: int) -> None:
-    """Raise LaunchError when `port` is taken on `addr` (rank 0's store could not listen)."""
+def check_port(addr: str, port: int, option: str = "--master-port") -> None:
+    """Raise LaunchError when `port` is taken on `addr` (rank 0's store, or `listen`, could not bind it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((addr, port))
         except OSError as exc:
-            raise LaunchError(f"--master-port {port} is busy on {addr}: {exc.strerror}") from None
+            raise LaunchError(f"{option} {port} is busy on {addr}: {exc.strerror}") from None
 
 
 def package_parent() -> str:

@@ -76,6 +76,11 @@ class LinkedRank(RankTransport):
         return self.connection is not None
 
     @property
+    def remote(self) -> bool:
+        """True for a rank that connected over TCP (`ddptui listen`): ddptui cannot signal it."""
+        return self.connection is not None and self.connection.peer_pid == 0
+
+    @property
     def closed(self) -> bool:
         """True once the rank exited or its link closed."""
         return self._closed

@@ -125,6 +125,11 @@ class Rank:
         if self.state.alive:
             self._set(self.state.ending())
 
+    def release(self, how: str) -> None:
+        """ddptui hangs up on a rank on another node, which goes on as `how` says."""
+        if self.state.alive:
+            self._set(self.state.release(how))
+
     # -- the terminal -------------------------------------------------------------------------
     def received(self, data: bytes) -> None:
         """Record output; a waiting rank that prints is running again."""

@@ -71,6 +71,10 @@ def _resolve(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
+RELEASED = {"continue": "left running, undebugged", "exit": "left to exit: --on-disconnect exit"}
+"""How a rank on another node is left when the session ends, per `--on-disconnect`."""
+
+
 class Session:
     """A running job: N ranks, each reached through its transport, driven from one asyncio loop."""
 
@@ -88,6 +92,10 @@ class Session:
         self.launcher: wrap.Launcher | None = None
         """Wrap mode: the command that launches the job (None for a job ddptui spawns itself)."""
         self._arrived_at: float | None = None
+        self.address: tuple[str, int] | None = None
+        """`ddptui listen`: the TCP address ranks connect to."""
+        self.listen_line = ""
+        """`ddptui listen`: the shell line that makes a job's ranks connect here."""
         self.notices: list[str] = []
         self.port = 0
         self.outstanding: frozenset[int] = frozenset()
@@ -141,6 +149,10 @@ class Session:
         self._job = LocalJob(self._dir)
         self._job.start(dict(os.environ, PYTHONPATH=launch.python_path(os.environ.get("PYTHONPATH")) or ""))
         link = launch.Link(self._server.path, self._dir, token)
+        if spec.listen is not None:
+            await self._listen(spec.listen, token)
+            self._spawn_task(self._watch())
+            return
         if spec.command:
             self._start_launcher(link)
             self._spawn_task(self._watch())
@@ -179,13 +191,34 @@ class Session:
         """Run the job's launcher in a pty, with the hook that makes its ranks connect."""
         assert self._job is not None
         spec = self.spec
-        env = wrap.launcher_env(spec, link, wrap.hook_dir(self._dir))
+        env = wrap.launcher_env(spec, link)
         try:
             transport = self._job.spawn(list(spec.command), env, spec.cwd, (spec.columns, spec.lines))
         except SpawnError as exc:
             raise launch.LaunchError(str(exc)) from None
         self.launcher = wrap.Launcher(transport, self._notify)
         self.launcher.on_exit.append(lambda status: self._launcher_exited())
+
+    async def _listen(self, where: tuple[str, int], token: str) -> None:
+        """`ddptui listen`: accept ranks over TCP; say the line that makes a job's ranks connect."""
+        assert self._server is not None
+        try:
+            self.address = await self._server.listen_tcp(*where)
+        except OSError as exc:  # asyncio words it `error while attempting to bind ...`: say it plainly
+            why = os.strerror(exc.errno) if exc.errno else str(exc)
+            raise launch.LaunchError(f"cannot listen on {where[0]}:{where[1]}: {why}") from None
+        if self.spec.nproc:
+            self._world(self.spec.nproc)
+        self.listen_line = wrap.listen_line(self.address, token, self.spec)
+        if self.spec.env_file:
+            try:
+                wrap.write_private(self.spec.env_file, self.listen_line + "\n")
+            except OSError as exc:
+                raise launch.LaunchError(f"cannot write {self.spec.env_file}: {exc.strerror}") from None
+        host, port = self.address
+        size = f"{self.spec.nproc} ranks" if self.spec.nproc else "the job's ranks"
+        self.log(f"listening on {host}:{port} for {size}; in the job's environment (all nodes):")
+        self.log(self.listen_line)
 
     def _launcher_exited(self) -> None:
         """The launcher is gone: ranks that never connected never will."""
@@ -199,7 +232,7 @@ class Session:
             self._world(hello.identity.world_size)
         refused = wrap.bind(self.ranks, connection, hello)
         if refused:
-            self.log(f"refused a link from pid {connection.peer_pid} claiming {refused}")
+            self.log(f"refused a link from {connection.peer} claiming {refused}")
             connection.close()
         else:
             self._arrived_at = self._arrived_at or time.monotonic()
@@ -225,6 +258,9 @@ class Session:
     async def wait_started(self) -> None:
         """Wrap mode: wait until the job's ranks connected (at most ARRIVAL_GRACE after the first one),
         or its launcher is gone."""
+        if self.address is not None:  # ranks come when their job starts: wait for every one
+            await self.wait_until(lambda: bool(self.ranks) and not any(wrap.absent(r) for r in self.ranks))
+            return
         launcher = self.launcher
         if launcher is None:
             return
@@ -248,7 +284,7 @@ class Session:
 
     def _hello(self, connection: Connection, hello: Hello) -> bool:
         """Bind an authenticated link to the rank whose process is at the other end."""
-        if self.launcher is not None:
+        if self.launcher is not None or self.address is not None:
             return self._arrived(connection, hello)
         for rank in self.ranks:
             transport = rank.transport
@@ -497,16 +533,20 @@ class Session:
         if self._log is not None:  # the ranks about to be ended leave their collectives for the logs
             linked = [r.index for r in self.live(range(len(self.ranks))) if r.transport.linked]
             await self.ask("save_collectives", {}, linked, 3.0)
+        released = RELEASED[self.spec.on_disconnect]
         for rank in self.ranks:
-            rank.ending()
+            if wrap.remote(rank):
+                rank.release(released)
+            else:
+                rank.ending()
         if self.launcher is not None:
             self.launcher.ending()
         if self._job is not None:
             if self.launcher is not None and self.launcher.alive:
                 grace = max(grace, wrap.LAUNCHER_GRACE)
             await asyncio.to_thread(self._job.end, grace)
-            everyone = range(len(self.ranks))
-            await self.wait_until(lambda: not self.live(everyone), 2.0)
+            here = [rank.index for rank in self.ranks if not wrap.remote(rank)]
+            await self.wait_until(lambda: not self.live(here), 2.0)
         if self._server is not None:
             await self._server.close()
         self._close_terminals()

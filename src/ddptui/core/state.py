@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ddptui.rank.protocol import Frame, short_path
 
@@ -73,6 +73,8 @@ class RankState:
     ended_by_ddptui: bool = False
     fatal_site: str | None = None
     """Where a fatal signal hit, `at train.py:4 (in __init__)`, when the rank died of one."""
+    released: str = ""
+    """How a rank on another node was left when ddptui hung up (`left running undebugged`), or empty."""
 
     @property
     def alive(self) -> bool:
@@ -108,8 +110,14 @@ class RankState:
         """ddptui is ending the rank (teardown): keeps the phase, which is what the user needs."""
         return RankState(self.phase, self.location, self.crash, None, self.waiting_in, self.post_mortem, True)
 
+    def release(self, how: str) -> RankState:
+        """ddptui hung up on a rank it cannot end (on another node): it goes on as `how` says."""
+        return replace(self, released=how)
+
     def exited(self, code: int, fatal_site: str | None = None) -> RankState:
         """The process is gone with status `code` (negative: killed by that signal)."""
+        if self.released:  # only its link is gone: the rank's fate is what it was told
+            return self
         phase = Phase.CRASHED if self.crash or (code < 0 and fatal_site) else Phase.EXITED
         if self.ended_by_ddptui:
             phase = self.phase
@@ -121,6 +129,8 @@ class RankState:
     def describe(self) -> str:
         """The state in words: `paused at train.py:14`, `crashed NameError: ...`, `exited 0`."""
         text = self._describe_phase()
+        if self.released:
+            return f"{text} ({self.released})"
         return f"{text} (ended by ddptui)" if self.ended_by_ddptui else text
 
     def _describe_phase(self) -> str:

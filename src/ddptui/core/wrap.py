@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import socket
 import time
 from collections.abc import Callable
 
@@ -23,12 +24,11 @@ from ddptui.core.output import OutputLog
 from ddptui.core.rank import Rank
 from ddptui.core.state import Phase, RankState
 from ddptui.core.text import terminal_lines
-from ddptui.rank.protocol import RANK_ENV, SOCKET_ENV, STATE_DIR_ENV, TOKEN_ENV, Hello
+from ddptui.rank.protocol import RANK_ENV, SOCKET_ENV, STATE_DIR_ENV, TCP_PREFIX, TOKEN_ENV, Hello
 from ddptui.rank.spawns import SPAWN_NPROCS_ENV
 from ddptui.rank.timeouts import PG_TIMEOUT_ENV
-from ddptui.rank.wrapped import BREAKPOINT_HOOK, OWNER_ENV, SITECUSTOMIZE
+from ddptui.rank.wrapped import BREAKPOINT_HOOK, ON_DISCONNECT_ENV, OWNER_ENV, SITE_DIR
 
-HOOK_DIR = "hook"
 LAUNCHER_GRACE = 2.0
 """Seconds a launcher gets between SIGTERM and SIGKILL at teardown, to end its workers and clean up
 (torchrun removes its temporary directory); the end comes sooner when everything is gone."""
@@ -36,30 +36,48 @@ ARRIVAL_GRACE = 10.0
 """Seconds the ranks of a wrapped job have to connect once the first one has."""
 
 
-def hook_dir(state_dir: str) -> str:
-    """Write the session's `sitecustomize.py` into `STATE_DIR/hook` (0700, as the session's) and return it."""
-    path = os.path.join(state_dir, HOOK_DIR)
-    os.mkdir(path, 0o700)
-    source = SITECUSTOMIZE.format(parent=launch.package_parent())
-    fd = os.open(os.path.join(path, "sitecustomize.py"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as file:
-        file.write(source)
-    return path
-
-
-def launcher_env(spec: launch.LaunchSpec, link: launch.Link, hook: str) -> dict[str, str]:
+def launcher_env(spec: launch.LaunchSpec, link: launch.Link) -> dict[str, str]:
     """The launcher's environment: the user's, plus the hook and ddptui's link (inherited by every worker)."""
     env = dict(os.environ)
     env.update(spec.env)
     for name in (RANK_ENV, OWNER_ENV, SPAWN_NPROCS_ENV):  # ddptui inside a ddptui rank starts afresh
         env.pop(name, None)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [hook, env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [SITE_DIR, env.get("PYTHONPATH")]))
     env[SOCKET_ENV], env[STATE_DIR_ENV], env[TOKEN_ENV] = link.socket, link.state_dir, link.token
     env[PG_TIMEOUT_ENV] = repr(float(spec.pg_timeout))
     if not env.get("PYTHONBREAKPOINT"):
         env["PYTHONBREAKPOINT"] = BREAKPOINT_HOOK
     env["TERM"] = "xterm-256color"
     return env
+
+
+def listen_line(address: tuple[str, int], token: str, spec: launch.LaunchSpec) -> str:
+    """`ddptui listen`'s line for a job script: the variables that make every rank of the job connect.
+
+    The hook directory is this ddptui's: the nodes must see the same path (a shared file system)
+    and run the same ddptui version, which the hello checks.
+    """
+    host, port = address
+    if host in ("0.0.0.0", "::", ""):
+        host = socket.getfqdn()
+    values = {
+        SOCKET_ENV: f"{TCP_PREFIX}{host}:{port}",
+        TOKEN_ENV: token,
+        ON_DISCONNECT_ENV: spec.on_disconnect,
+        PG_TIMEOUT_ENV: repr(float(spec.pg_timeout)),
+        "PYTHONBREAKPOINT": BREAKPOINT_HOOK,
+    }
+    assignments = [f"{name}={shlex.quote(value)}" for name, value in values.items()]
+    assignments.append(f"PYTHONPATH={shlex.quote(SITE_DIR)}${{PYTHONPATH:+:$PYTHONPATH}}")
+    return "export " + " ".join(assignments)
+
+
+def write_private(path: str, text: str) -> None:
+    """Write `text` to `path`, readable by this user only; never through a symlink (it holds the token)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w") as file:
+        os.fchmod(fd, 0o600)
+        file.write(text)
 
 
 def spawn_advice(spec: launch.LaunchSpec, launcher: str) -> str:
@@ -92,6 +110,11 @@ def bind(ranks: list[Rank], connection: Connection, hello: Hello) -> str | None:
 def absent(rank: Rank) -> bool:
     """True for a rank of a wrapped job whose process has not connected (yet, or ever)."""
     return isinstance(rank.transport, LinkedRank) and not rank.transport.linked
+
+
+def remote(rank: Rank) -> bool:
+    """True for a rank that connected over TCP (`ddptui listen`): ddptui can reach it by its link only."""
+    return isinstance(rank.transport, LinkedRank) and rank.transport.remote
 
 
 def arrived(ranks: list[Rank], first: float | None) -> bool:

@@ -6,6 +6,7 @@ import os
 import pdb
 import sys
 import types
+from collections.abc import Callable
 from typing import Any
 
 from ddptui.rank.hooks import when_imported
@@ -37,6 +38,26 @@ class Skips:
     def skips(cls, frame: types.FrameType) -> bool:
         """True when a hard-coded breakpoint called from `frame` should not stop."""
         return cls.everything or (frame.f_code.co_filename, frame.f_lineno) in cls.sites
+
+
+detached = False
+"""True once the core is gone for good (`ddptui listen --on-disconnect continue`): no prompt opens again."""
+
+
+_on_resume: Callable[[], None] | None = None
+
+
+def detach(resumed: Callable[[], None]) -> None:
+    """Let the rank run on without a debugger: breakpoints and `breakpoint()` stop nothing from now on.
+
+    An open prompt is left by whoever types `continue` into it; `resumed` is called right then, on
+    the main thread, before the program goes on (with no prompt open it is called now).
+    """
+    global detached, _on_resume
+    _on_resume = resumed
+    detached = True
+    if active is None:
+        resumed()
 
 
 def rank_number() -> int:
@@ -83,6 +104,8 @@ class RankPdb(_ORIGINAL_PDB):
         holds the other ranks: open the prompt right now at the user's line, so the user is
         not dropped into torch and the others stay held until this rank moves on.
         """
+        if detached:
+            return
         if frame is None:
             frame = sys._getframe().f_back
         caller = frame
@@ -137,8 +160,12 @@ class RankPdb(_ORIGINAL_PDB):
             self.curframe_locals = self.curframe.f_locals
 
     def stop_here(self, frame: types.FrameType) -> bool:
-        """Never stop in ddptui's launcher."""
-        return not is_hidden(frame) and bool(super().stop_here(frame))
+        """Never stop in ddptui's launcher, nor anywhere once detached."""
+        return not detached and not is_hidden(frame) and bool(super().stop_here(frame))
+
+    def break_here(self, frame: types.FrameType) -> bool:
+        """Breakpoints stop nothing once detached."""
+        return not detached and bool(super().break_here(frame))
 
     def dispatch_return(self, frame: types.FrameType, arg: Any) -> Any:
         """Once the user's script returns into ddptui's launcher, stepping ends: the rank finishes.
@@ -154,6 +181,8 @@ class RankPdb(_ORIGINAL_PDB):
     def interaction(self, frame: Any, traceback: Any) -> None:
         """Enter the prompt (a traceback without a frame means post-mortem); requests see it."""
         global active
+        if detached:
+            return
         self.post_mortem = frame is None and traceback is not None
         outer, active = active, self
         try:
@@ -175,6 +204,8 @@ class RankPdb(_ORIGINAL_PDB):
     def postloop(self) -> None:
         """Report `running` when a command resumes the program (n, s, c, ...)."""
         link.send(Running(self.lastcmd))
+        if detached and _on_resume is not None:
+            _on_resume()
 
     def _report_paused(self) -> None:
         """Send where this rank's prompt is open, and how deep in the shown stack."""
@@ -207,7 +238,9 @@ def install() -> None:
 
 
 def post_mortem(tb: types.TracebackType) -> None:
-    """Open a post-mortem prompt at the frame that raised."""
+    """Open a post-mortem prompt at the frame that raised (none once detached)."""
+    if detached:
+        return
     debugger = RankPdb()
     debugger.reset()
     debugger.interaction(None, tb)

@@ -16,7 +16,10 @@ import threading
 from collections.abc import Callable
 
 from ddptui.rank import protocol
-from ddptui.rank.protocol import Hello, Identity, Message, ProtocolError, Request
+from ddptui.rank.protocol import TCP_PREFIX, Hello, Identity, Message, ProtocolError, Request
+
+CONNECT_TIMEOUT = 10.0
+"""Seconds a rank tries to reach a `ddptui listen` over TCP before it runs undebugged."""
 
 
 class Link:
@@ -27,8 +30,11 @@ class Link:
         self._token = token
         self._sock: socket.socket | None = None
         self._lock = threading.Lock()
+        self._hung_up = False
         self.on_message: Callable[[Message], None] | None = None
         """Called on the link's thread with every message from the core that is not a `Request`."""
+        self.on_lost: Callable[[], None] | None = None
+        """Called on the link's thread when the core hangs up first (it quit, or the network failed)."""
         os.register_at_fork(after_in_child=self._forget)
 
     @property
@@ -41,10 +47,8 @@ class Link:
         if not self._path:
             return
         try:
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.set_inheritable(False)
-            sock.connect(self._path)
-        except OSError:
+            sock = open_socket(self._path)
+        except (OSError, ValueError):
             return
         self._sock = sock
         self.send(Hello(protocol.VERSION, self._token, identity))
@@ -74,6 +78,8 @@ class Link:
                 chunk = b""
             if not chunk:
                 self._sock = None
+                if not self._hung_up and self.on_lost is not None:
+                    self.on_lost()  # the core hung up (or the network did), not this process
                 return
             *lines, buffer = (buffer + chunk).split(b"\n")
             if len(buffer) > protocol.MAX_LINE:
@@ -91,6 +97,7 @@ class Link:
     def close(self) -> None:
         """Hang up for good (a shutdown: the core sees the end even while forked children hold the socket)."""
         sock, self._sock = self._sock, None
+        self._hung_up = True
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
@@ -99,6 +106,25 @@ class Link:
     def _forget(self) -> None:
         """In a forked child: the socket belongs to the parent, whose rank this process is not."""
         self._sock = None
+
+
+def open_socket(address: str) -> socket.socket:
+    """Connect to the core: `tcp:HOST:PORT` (`ddptui listen`, other nodes), else a unix socket path."""
+    if not address.startswith(TCP_PREFIX):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.set_inheritable(False)
+        try:
+            sock.connect(address)
+        except OSError:
+            sock.close()
+            raise
+        return sock
+    host, _, port = address[len(TCP_PREFIX) :].rpartition(":")
+    sock = socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT)
+    sock.settimeout(None)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # a prompt is one small write
+    sock.set_inheritable(False)
+    return sock
 
 
 link = Link(os.environ.get(protocol.SOCKET_ENV), os.environ.get(protocol.TOKEN_ENV, ""))

@@ -21,7 +21,8 @@ VERSION = 1
 """Bumped on any incompatible change of a message."""
 
 SOCKET_ENV = "DDPTUI_SOCKET"
-"""Environment variable holding the path of the core's unix socket."""
+"""Environment variable holding where the core listens: its unix socket's path, or `tcp:HOST:PORT`."""
+TCP_PREFIX = "tcp:"
 TOKEN_ENV = "DDPTUI_TOKEN"
 """Environment variable holding the session's secret token."""
 STATE_DIR_ENV = "DDPTUI_DIR"

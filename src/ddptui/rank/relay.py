@@ -38,6 +38,8 @@ class Relay:
         self.master, slave = os.openpty()
         self.resize(columns, lines)
         _flush_stdio()
+        self._saved = [_dup(fd) for fd in (0, 1, 2)]
+        self._detached = False
         for fd in (0, 1, 2):
             os.dup2(slave, fd)
         os.close(slave)
@@ -78,6 +80,28 @@ class Relay:
                 os.dup2(devnull, fd)
         os.close(devnull)
 
+    def type_keys(self, data: bytes) -> None:
+        """Type bytes into the rank's terminal, as if the core had sent them."""
+        self._inbox.put(data)
+
+    def say(self, text: str) -> None:
+        """Write a line to the stderr the process had before its relayed terminal."""
+        with contextlib.suppress(OSError):
+            os.write(self._saved[2], text.encode(errors="replace"))
+
+    def detach(self) -> None:
+        """ddptui is gone: what the terminal still gets goes to the process's own stdout from now on."""
+        self._detached = True
+
+    def restore(self) -> None:
+        """Give the process back the stdin, stdout and stderr it had before (ddptui is gone)."""
+        self.detach()
+        _flush_stdio()
+        for fd, saved in enumerate(self._saved):
+            if saved >= 0:
+                with contextlib.suppress(OSError):
+                    os.dup2(saved, fd)
+
     def _pump(self) -> None:
         """Master → core, as fast as the rank prints; on `stop`, what is left, then done."""
         while True:
@@ -95,7 +119,10 @@ class Relay:
             data = os.read(self.master, CHUNK)
         except OSError:
             return False
-        if data:
+        if data and self._detached:
+            with contextlib.suppress(OSError):
+                os.write(self._saved[1], data)
+        elif data:
             self._send(Output(data.decode("latin-1")))
         return bool(data)
 
@@ -106,6 +133,16 @@ class Relay:
             with contextlib.suppress(OSError):
                 while data:
                     data = data[os.write(self.master, data) :]
+
+
+def _dup(fd: int) -> int:
+    """A copy of `fd` that survives its replacement (-1 when the process has no such fd)."""
+    try:
+        copy = os.dup(fd)
+    except OSError:
+        return -1
+    os.set_inheritable(copy, False)
+    return copy
 
 
 def _flush_stdio() -> None:

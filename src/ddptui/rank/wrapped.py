@@ -1,6 +1,6 @@
 """The processes of a job ddptui wraps (`ddptui -- torchrun ...`, `ddptui -- python spawn.py`).
 
-ddptui runs the launcher with a `sitecustomize` of its own on PYTHONPATH, which calls `boot()` in
+ddptui runs the launcher with its `site/sitecustomize.py` first on PYTHONPATH, which calls `boot()` in
 every Python process of the job. A process becomes a rank (a pty of its own relayed to ddptui,
 RankPdb, post-mortem on an uncaught exception) when it starts with `RANK` in its environment
 (torchrun's workers), or once `init_process_group` returns (an `mp.spawn` worker learns its rank
@@ -33,6 +33,13 @@ OWNER_ENV = "DDPTUI_RANK_PID"
 BREAKPOINT_HOOK = "ddptui.rank.wrapped.breakpointhook"
 """What ddptui sets PYTHONBREAKPOINT to in a wrapped job, unless the user set it."""
 C10D = "torch.distributed.distributed_c10d"
+ON_DISCONNECT_ENV = "DDPTUI_ON_DISCONNECT"
+"""Environment variable: `exit` makes a rank exit when ddptui hangs up; else it runs on undebugged."""
+DISCONNECT_EXIT = 1
+"""The status a rank exits with under `--on-disconnect exit`."""
+
+SITE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "site")
+"""The directory whose `sitecustomize.py` calls `boot()`: first on the PYTHONPATH of a job ddptui wraps."""
 
 relay: Relay | None = None
 """This process's relayed terminal, once it is a rank."""
@@ -78,6 +85,7 @@ def become_rank(rank: int, local_rank: int | None, world_size: int | None) -> bo
             return False
         relay = Relay(link.send)
         link.on_message = relay.receive
+        link.on_lost = _disconnected
     debugger.install()
     _install_rank_side(rank)
     atexit.register(_finish, os.getpid())
@@ -197,8 +205,8 @@ def _recording_exit(original: Any) -> Any:
 
 def _finish(owner: int) -> None:
     """At exit: pass on the terminal's last bytes, then `Exited` with the collective log."""
-    if os.getpid() != owner or relay is None:
-        return
+    if os.getpid() != owner or relay is None or not link.connected:
+        return  # not this rank, or ddptui is gone
     record = None
     if "torch.distributed" in sys.modules:
         record = collectives.collective_log()
@@ -208,47 +216,26 @@ def _finish(owner: int) -> None:
     link.close()
 
 
+def _disconnected() -> None:
+    """ddptui hung up (it quit, or the network failed): run on undebugged, or exit, as the user chose.
+
+    Runs on the link's thread. `continue` (the default) stops nothing from now on, leaves an open
+    prompt with `continue`, and gives the process back its own stdin, stdout and stderr.
+    """
+    if relay is None:
+        return
+    rank = debugger.rank_number()
+    if os.environ.get(ON_DISCONNECT_ENV) == "exit":
+        relay.restore()
+        print(f"ddptui: rank {rank} lost ddptui; exiting (--on-disconnect exit)", file=sys.stderr, flush=True)
+        os._exit(DISCONNECT_EXIT)
+    relay.say(f"ddptui: rank {rank} lost ddptui; running on without it\n")
+    debugger.detach(relay.restore)
+    if debugger.active is not None:
+        relay.type_keys(b"\x15continue\n")  # Ctrl-U first: drop a half-typed line
+
+
 def _env_int(name: str, default: int | None = None) -> int | None:
     """An environment variable as a non-negative integer, else `default`."""
     value = os.environ.get(name, "")
     return int(value) if value.isdigit() else default
-
-
-SITECUSTOMIZE = '''\
-"""ddptui's hook for the job it wraps: makes the job's ranks debuggable (removed with the session)."""
-
-
-def _ddptui_boot():
-    import sys
-
-    sys.path.append({parent!r})  # last: ddptui's own directory never shadows the job's modules
-    try:
-        from ddptui.rank import wrapped
-    except Exception:  # this Python cannot import ddptui: the job runs undebugged
-        return
-    finally:
-        sys.path.remove({parent!r})
-    wrapped.boot()
-
-
-def _ddptui_chain():
-    """Run the sitecustomize this one hides, if there is one further down sys.path."""
-    import importlib.machinery
-    import importlib.util
-    import os
-    import sys
-
-    here = os.path.dirname(os.path.abspath(__file__))
-    rest = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
-    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
-    if spec is not None and spec.loader is not None:
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["sitecustomize"] = module
-        spec.loader.exec_module(module)
-
-
-_ddptui_boot()
-_ddptui_chain()
-'''
-"""The `sitecustomize.py` ddptui writes into a wrapped job's hook directory (`parent`: where
-the `ddptui` package lives)."""

@@ -201,6 +201,8 @@ class DdptuiApp(App[int]):
 
     def _world(self, size: int) -> None:
         """A wrapped job's first rank said how many ranks there are: a pane for each."""
+        if self.panes and size == self.spec.nproc:
+            return  # `ddptui listen --world-size N`: the panes exist since the start
         spec = self.spec = replace(self.spec, nproc=size)
         self.panes = [
             RankPane(rank, columns=spec.columns, lines=spec.lines, id=f"rank-{rank}") for rank in range(size)
@@ -317,6 +319,9 @@ class DdptuiApp(App[int]):
     def _dress_pane(self, pane: RankPane, state: RankState) -> RankPane:
         """Title and classes of a rank's pane for its state (mounted or not)."""
         pane.border_title = Text(inert(f"rank {pane.rank} · {state.describe()}"))
+        who = self.session.ranks[pane.rank].identity if pane.rank < len(self.session.ranks) else None
+        if who is not None:
+            pane.show_identity(inert(f"local rank {who.local_rank} · {who.host} · pid {who.pid}"))
         pane.set_class(not state.alive, "-exited")
         pane.set_class(has_crashed(state), "-crashed")
         return pane
@@ -529,6 +534,8 @@ def run_app(session: Session) -> int:
     spec = session.spec
     if spec.master_port is not None:
         check_port(spec.master_addr, spec.master_port)  # a one-line error before the screen opens
+    if spec.listen is not None and spec.listen[1]:
+        check_port(*spec.listen, option="--port")
     app = DdptuiApp(session)
     status = app.run()
     app.session.kill_now()

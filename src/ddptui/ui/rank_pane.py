@@ -11,6 +11,7 @@ from rich.color import Color, ColorParseError
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
+from textual.content import Content
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
@@ -167,6 +168,8 @@ class RankPane(Widget, can_focus=True):
         self._screen = TermScreen(columns, lines)
         self._posted_size: tuple[int, int] | None = None
         self.border_title = f"rank {rank}"
+        self.identity = ""
+        """Who the rank is (`local rank 0 · node3 · pid 4242`), once it said so."""
 
     @property
     def terminal(self) -> TermScreen:
@@ -325,9 +328,14 @@ class RankPane(Widget, can_focus=True):
         """Mark a scrolled-back view with the `-scrolled` class and a subtitle saying how far."""
         offset = self._screen.scroll_offset
         self.set_class(offset > 0, "-scrolled")
-        subtitle = f"scrolled back {offset} lines" if offset else ""
-        if self.border_subtitle != subtitle:
+        subtitle = Content(f"scrolled back {offset} lines" if offset else self.identity)  # plain, not markup
+        if self.border_subtitle != subtitle.markup:
             self.border_subtitle = subtitle
+
+    def show_identity(self, text: str) -> None:
+        """Who the rank is (local rank, host, pid), shown under the pane unless it is scrolled back."""
+        self.identity = text
+        self._show_scroll()
 
     def _refresh_dirty(self) -> None:
         """Repaint the view rows the screen marked dirty (all of them if most changed)."""
