@@ -221,3 +221,28 @@ async def test_the_app_shows_the_line_and_a_pane_for_each_rank_that_connects() -
             for rank in ranks:
                 rank.kill()
                 rank.wait(timeout=10)
+
+
+def test_srun_tasks_are_ranks_by_their_slurm_procid(ddptui: Runner) -> None:
+    """srun without torchrun: each task knows its rank from SLURM_PROCID, even before init_process_group."""
+    listener = Listener(ddptui, "p rank\nn\nc\n")
+    export = listener.export()
+    port = str(free_port())
+    tasks = [
+        in_job(
+            ddptui,
+            export,
+            sys.executable,
+            str(SCRIPTS / "srun_task.py"),
+            env={"SLURM_PROCID": str(task), "SLURM_LOCALID": "0", "SLURM_NTASKS": "2", "PORT": port},
+        )
+        for task in (1, 0)  # the order they connect in does not matter
+    ]
+    status, out = listener.finish()
+    logs = [task.communicate(timeout=30)[0] for task in tasks]
+    assert status == 0, out + "".join(logs)
+    assert out.split("(ddptui) p rank\n")[1].splitlines()[:2] == ["[rank 0] 0", "[rank 1] 1"]
+    assert "[ranks 0-1] -> value = torch.tensor([float(rank + 1)])" in out
+    for rank in (0, 1):
+        assert f"task {rank} sum 3.0" in rank_lines(out, rank)
+    assert summary(out) == {0: "exited 0", 1: "exited 0"}

@@ -1,11 +1,12 @@
-"""The processes of a job ddptui wraps (`ddptui -- torchrun ...`, `ddptui -- python spawn.py`).
+"""The processes of a job ddptui wraps (`ddptui -- torchrun ...`, `ddptui -- python spawn.py`) or
+listens for (`ddptui listen`, jobs on other nodes).
 
-ddptui runs the launcher with its `site/sitecustomize.py` first on PYTHONPATH, which calls `boot()` in
+The job runs with ddptui's `site/sitecustomize.py` first on PYTHONPATH, which calls `boot()` in
 every Python process of the job. A process becomes a rank (a pty of its own relayed to ddptui,
 RankPdb, post-mortem on an uncaught exception) when it starts with `RANK` in its environment
-(torchrun's workers), or once `init_process_group` returns (an `mp.spawn` worker learns its rank
-there); an `mp.spawn` worker that stops at a breakpoint or crashes before that takes its spawn
-index as its rank. Processes a rank starts (DataLoader workers, tools) are never ranks
+(torchrun's workers), or once `init_process_group` returns (an `mp.spawn` worker or an `srun`
+task learns its rank there); one that stops at a breakpoint before that takes its spawn index
+(mp.spawn) or `SLURM_PROCID` (srun) as its rank. Processes a rank starts (DataLoader workers, tools) are never ranks
 themselves: `OWNER_ENV` names the rank they descend from. Everything else (torchrun's agent, the
 script that calls `mp.spawn`) stays as it is, output and all. Standard library only.
 """
@@ -146,13 +147,17 @@ def _initialised(c10d: Any) -> None:
 
 
 def _early_rank() -> bool:
-    """Become a rank before `init_process_group`: an mp.spawn worker takes its spawn index."""
+    """Become a rank before `init_process_group`: an mp.spawn worker takes its spawn index, an
+    `srun` task (SLURM starts one process per rank, without torchrun) its `SLURM_PROCID`."""
     if relay is not None:
         return True
     nprocs = spawns.spawned_nprocs()
-    if nprocs is None or spawns.index is None:
-        return False
-    return become_rank(spawns.index, spawns.index, nprocs)
+    if nprocs is not None and spawns.index is not None:
+        return become_rank(spawns.index, spawns.index, nprocs)
+    task, tasks = _env_int("SLURM_PROCID"), _env_int("SLURM_NTASKS")
+    if task is not None and tasks is not None and "RANK" not in os.environ:
+        return become_rank(task, _env_int("SLURM_LOCALID", task), tasks)
+    return False
 
 
 def breakpointhook(*args: Any, **kwargs: Any) -> None:
