@@ -6,9 +6,10 @@ every Python process of the job. A process becomes a rank (a pty of its own rela
 RankPdb, post-mortem on an uncaught exception) when it starts with `RANK` in its environment
 (torchrun's workers), or once `init_process_group` returns (an `mp.spawn` worker or an `srun`
 task learns its rank there); one that stops at a breakpoint before that takes its spawn index
-(mp.spawn) or `SLURM_PROCID` (srun) as its rank. Processes a rank starts (DataLoader workers, tools) are never ranks
-themselves: `OWNER_ENV` names the rank they descend from. Everything else (torchrun's agent, the
-script that calls `mp.spawn`) stays as it is, output and all. Standard library only.
+(mp.spawn) or `SLURM_PROCID` (srun) as its rank. Processes a rank starts (DataLoader workers,
+tools) are never ranks themselves: `OWNER_ENV` names the rank they descend from. Everything else
+(torchrun's agent, the script that calls `mp.spawn`) stays as it is, output and all. Standard
+library only.
 """
 
 from __future__ import annotations
