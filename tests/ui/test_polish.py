@@ -100,6 +100,10 @@ def test_the_quit_question_counts_live_ranks_by_what_they_do() -> None:
         RankState().paused(here, False),
     )
     assert question(states) == "End 2 paused, 1 crashed, 1 running rank(s) and quit?"
+    assert (
+        question(states, leave=True)
+        == "Leave 2 paused, 1 crashed, 1 running rank(s) running undebugged and quit?"
+    )
 
 
 async def test_quit_dialog_says_what_it_ends() -> None:

@@ -217,7 +217,8 @@ class Session:
                 raise launch.LaunchError(f"cannot write {self.spec.env_file}: {exc.strerror}") from None
         host, port = self.address
         size = f"{self.spec.nproc} ranks" if self.spec.nproc else "the job's ranks"
-        self.log(f"listening on {host}:{port} for {size}; in the job's environment (all nodes):")
+        also = f" (also in {self.spec.env_file})" if self.spec.env_file else ""
+        self.log(f"listening on {host}:{port} for {size}; in the job's environment on all nodes{also}:")
         self.log(self.listen_line)
 
     def _launcher_exited(self) -> None:

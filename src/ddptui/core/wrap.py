@@ -72,6 +72,18 @@ def listen_line(address: tuple[str, int], token: str, spec: launch.LaunchSpec) -
     return "export " + " ".join(assignments)
 
 
+def fold_exports(line: str, width: int) -> list[str]:
+    """`listen_line` as several `export` statements of at most `width` characters where possible:
+    each still a whole shell statement, so the lines can be copied from a narrow log together."""
+    statements: list[str] = []
+    for assignment in line.removeprefix("export ").split(" "):  # the values hold no spaces
+        if statements and len(statements[-1]) + 1 + len(assignment) <= width:
+            statements[-1] += " " + assignment
+        else:
+            statements.append("export " + assignment)
+    return statements
+
+
 def write_private(path: str, text: str) -> None:
     """Write `text` to `path`, readable by this user only; never through a symlink (it holds the token)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)

@@ -30,6 +30,7 @@ from ddptui.core.session import Broadcast, Session
 from ddptui.core.state import Phase, RankState
 from ddptui.core.targets import Line, TargetError, format_ranks
 from ddptui.core.text import inert
+from ddptui.core.wrap import fold_exports
 from ddptui.ui.command_bar import CommandBar
 from ddptui.ui.command_log import CommandLog
 from ddptui.ui.quit_screen import QuitScreen
@@ -229,7 +230,13 @@ class DdptuiApp(App[int]):
 
     def _notice(self, line: str) -> None:
         """Show a line about the session itself (a refused connection, logging stopped)."""
-        self.command_log.show(commands.Result((line,), error=True))
+        if line == self.session.listen_line:  # `ddptui listen`: the line for the job, folded to fit
+            width = max(self.command_log.scrollable_content_region.width, 40)
+            self.command_log.show(commands.Result(tuple(fold_exports(line, width))))
+        elif line.startswith("listening on "):
+            self.command_log.show(commands.Result((line,)))
+        else:
+            self.command_log.show(commands.Result((line,), error=True))
 
     def _rank_state(self, rank: int, state: RankState) -> None:
         """Show a rank's new state in the bar and on its pane; a rank that crashes gets the keys."""
@@ -469,7 +476,8 @@ class DdptuiApp(App[int]):
             if yes:
                 self.shutdown()
 
-        self.push_screen(QuitScreen(alive), answered)
+        leave = self.spec.listen is not None and self.spec.on_disconnect == "continue"
+        self.push_screen(QuitScreen(alive, leave), answered)
 
     def shutdown(self) -> None:
         """End every rank, then exit."""

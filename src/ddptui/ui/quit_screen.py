@@ -24,11 +24,14 @@ def kind(state: RankState) -> str:
     return str(state.phase.value)
 
 
-def question(states: tuple[RankState, ...]) -> str:
-    """`End 2 paused, 1 crashed, 1 running rank(s) and quit?`."""
+def question(states: tuple[RankState, ...], leave: bool = False) -> str:
+    """`End 2 paused, 1 crashed, 1 running rank(s) and quit?`; with `leave` (ranks on other nodes,
+    `ddptui listen --on-disconnect continue`) `Detach from ... rank(s) (they run on undebugged) and quit?`."""
     counts = Counter(kind(state) for state in states)
-    words = [f"{counts[name]} {name}" for name in ORDER if counts[name]]
-    return f"End {', '.join(words)} rank(s) and quit?"
+    words = ", ".join(f"{counts[name]} {name}" for name in ORDER if counts[name])
+    return (
+        f"Leave {words} rank(s) running undebugged and quit?" if leave else f"End {words} rank(s) and quit?"
+    )
 
 
 class QuitScreen(ModalScreen[bool]):
@@ -39,15 +42,16 @@ class QuitScreen(ModalScreen[bool]):
         Binding("n,escape", "answer(False)", "Cancel", show=False),
     ]
 
-    def __init__(self, states: tuple[RankState, ...]) -> None:
-        """Ask about ending the live ranks whose states are `states`."""
+    def __init__(self, states: tuple[RankState, ...], leave: bool = False) -> None:
+        """Ask about ending (or, with `leave`, leaving) the live ranks whose states are `states`."""
         super().__init__()
         self.states = states
+        self.leave = leave
 
     def compose(self) -> ComposeResult:
         """Question and two buttons."""
         with Grid(id="quit-dialog"):
-            yield Label(f"{question(self.states)} [y/n]", id="question", markup=False)
+            yield Label(f"{question(self.states, self.leave)} [y/n]", id="question", markup=False)
             yield Button("Quit (y)", variant="error", id="quit")
             yield Button("Cancel (n)", variant="primary", id="cancel")
 
