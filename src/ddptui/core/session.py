@@ -359,7 +359,8 @@ class Session:
             now = time.monotonic()
             if now - sampled >= IDLE_WINDOW:
                 sampled = now
-                await asyncio.to_thread(self._sample)  # a process scan never runs on the loop
+                if any(self._stalls.watched(rank, now) for rank in self.ranks):  # none while all pause
+                    await asyncio.to_thread(self._sample)  # a process scan never runs on the loop
                 for rank in self._stalls.sample(self.ranks, time.monotonic()):
                     rank.resumed()
             for rank in self.ranks:

@@ -59,7 +59,7 @@ class StallWatch:
         interval, self._sampled = now - self._sampled, now
         busy = []
         for rank in ranks:
-            usage = rank.transport.activity() if self._watched(rank, now) else None
+            usage = rank.transport.activity() if self.watched(rank, now) else None
             if usage is None:
                 self._cpu.pop(rank.index, None)
                 self._idle.pop(rank.index, None)
@@ -75,7 +75,7 @@ class StallWatch:
         return busy
 
     @staticmethod
-    def _watched(rank: Rank, now: float) -> bool:
+    def watched(rank: Rank, now: float) -> bool:
         """Running or waiting; not a rank a broadcast set running a moment ago (they are many)."""
         if not rank.state.alive or rank.state.phase is Phase.PAUSED:
             return False

@@ -15,6 +15,7 @@ from textual.content import Content
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
+from textual.timer import Timer
 from textual.widget import Widget
 
 from ddptui.term.keys import key_to_bytes
@@ -167,6 +168,9 @@ class RankPane(Widget, can_focus=True):
         """The rank shown."""
         self._screen = TermScreen(columns, lines)
         self._posted_size: tuple[int, int] | None = None
+        self._frames: Timer | None = None
+        self._resting = False
+        """True while the frame timer is paused, until output arrives."""
         self.border_title = f"rank {rank}"
         self.identity = ""
         """Who the rank is (`local rank 0 · node3 · pid 4242`), once it said so."""
@@ -179,6 +183,14 @@ class RankPane(Widget, can_focus=True):
     def feed(self, data: bytes) -> None:
         """Queue output of the rank; it is emulated and drawn on the next frames."""
         self._screen.feed(data)
+        if self._resting:
+            self._wake()
+
+    def _wake(self) -> None:
+        """Run the frames again (output arrived after a rest)."""
+        if self._frames is not None and self._resting:
+            self._resting = False
+            self._frames.resume()
 
     def scroll_back(self, lines: int) -> None:
         """Scroll the view `lines` back into the scrollback (negative: towards the live screen)."""
@@ -209,8 +221,8 @@ class RankPane(Widget, can_focus=True):
 
     def _start_frames(self) -> None:
         """Emulate on a timer from now on."""
+        self._frames = self.set_interval(self.FRAME_INTERVAL, self._frame, name=f"rank-pane-{self.rank}")
         self._frame()
-        self.set_interval(self.FRAME_INTERVAL, self._frame, name=f"rank-pane-{self.rank}")
 
     def on_resize(self, event: events.Resize) -> None:
         """Fit the terminal to the text area and tell the app the new size once."""
@@ -323,6 +335,9 @@ class RankPane(Widget, can_focus=True):
         if not flooding or not screen.pending or now - self._painted >= self.FLOOD_REPAINT:
             self._painted = now
             self._refresh_dirty()
+        if not screen.pending and self._frames is not None:  # nothing to do until output comes:
+            self._resting = True  # an idle pane costs no CPU (256 ranks paused, 8 panes shown)
+            self._frames.pause()
 
     def _show_scroll(self) -> None:
         """Mark a scrolled-back view with the `-scrolled` class and a subtitle saying how far."""
