@@ -11,14 +11,18 @@ plain-Python ranks (`tests/scripts/plain_barrier.py`, no torch) and measures:
 The baseline is 8 ranks (a pane each, no state grid); the other side N ranks (default 256: a
 state grid, panes for 8 of them). Headless Textual computes every frame but does not encode it
 for a terminal, so the idle figure leaves that out on both sides. The ranks' own CPU is not
-counted (they block in pdb's read). Other load on the machine moves the figures.
+counted (they block in pdb's read). Other load on the machine moves the figures. `--json`
+prints the figures as JSON on standard output (the table goes to standard error).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
 import resource
+import sys
 import time
 from pathlib import Path
 
@@ -28,6 +32,14 @@ from ddptui.core.state import Phase
 from ddptui.ui.app import DdptuiApp
 
 SCRIPT = Path(__file__).resolve().parent.parent / "tests" / "scripts" / "plain_barrier.py"
+
+
+ROWS = (
+    ("start", "start", 1.0, "s"),
+    ("step", "step n", 1000.0, "ms"),
+    ("idle", "idle CPU", 100.0, "%"),
+)
+"""(key, label, scale, unit) of each printed figure."""
 
 
 def cpu_seconds() -> float:
@@ -64,24 +76,39 @@ async def measure(count: int, window: float) -> dict[str, float]:
     return figures
 
 
-def main() -> None:
-    """Run both sides and print the figures and their ratios."""
+def main(argv: list[str] | None = None) -> None:
+    """Run both sides and print the figures and their ratios (the table, or JSON with --json)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", type=int, default=256, help="ranks on the measured side")
     parser.add_argument("--baseline", type=int, default=8, help="ranks on the baseline side")
     parser.add_argument("--window", type=float, default=10.0, help="seconds of idle measured")
-    args = parser.parse_args()
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON on stdout")
+    args = parser.parse_args(argv)
+    report = sys.stderr if args.json else sys.stdout
+    load_before = os.getloadavg()[0]
     sides = {n: asyncio.run(measure(n, args.window)) for n in (args.baseline, args.ranks)}
     base, other = sides[args.baseline], sides[args.ranks]
-    print(f"{'':12}{args.baseline:>10} ranks{args.ranks:>10} ranks{'ratio':>10}")
-    for key, label, scale, unit in (
-        ("start", "start", 1.0, "s"),
-        ("step", "step n", 1000.0, "ms"),
-        ("idle", "idle CPU", 100.0, "%"),
-    ):
+    print(f"{'':12}{args.baseline:>10} ranks{args.ranks:>10} ranks{'ratio':>10}", file=report)
+    for key, label, scale, unit in ROWS:
         ratio = other[key] / base[key] if base[key] else float("inf")
+        base_figure, other_figure = (
+            f"{base[key] * scale:>11.1f}{unit:<5}",
+            f"{other[key] * scale:>10.1f}{unit:<5}",
+        )
+        print(f"{label:12}{base_figure}{other_figure}{ratio:>9.1f}x", file=report)
+    if args.json:
+        figures = {
+            str(n): {
+                "start_s": round(side["start"], 3),
+                "step_ms": round(side["step"] * 1000, 2),
+                "idle_cpu_pct": round(side["idle"] * 100, 2),
+            }
+            for n, side in sides.items()
+        }
+        about = {"window_s": args.window, "load_before": round(load_before, 2)}
+        about["load_after"] = round(os.getloadavg()[0], 2)
         print(
-            f"{label:12}{base[key] * scale:>11.1f}{unit:<5}{other[key] * scale:>10.1f}{unit:<5}{ratio:>9.1f}x"
+            json.dumps({"ranks": args.ranks, "baseline": args.baseline, "sides": figures, **about}, indent=2)
         )
 
 
