@@ -35,9 +35,8 @@ format: install  ## Reformat and autofix
 
 check: lint test  ## Lint, types, import contracts and tests (what CI runs)
 
-bench: install  ## Benchmarks: lockstep latency vs a bare pty loop, UI under a log flood vs tmux
-	$(PY) bench/lockstep.py
-	$(PY) bench/ui_flood.py
+bench: install  ## Benchmarks: every speed goal in one table (bench/all.py; BENCH_ARGS=--quick for a smoke run)
+	$(PY) bench/all.py $(BENCH_ARGS)
 
 screenshot: install  ## Regenerate docs/screenshot.svg from the demo
 	$(PY) docs/screenshot.py

@@ -1,0 +1,421 @@
+"""Every benchmark of the speed issue in one run: one table of figures, baselines, ratios and goals.
+
+Runs each bench script as a subprocess with `--json`, one after another (never side by side: the
+machine has few cores), and collects their figures:
+
+1. lockstep step at 4 / 16 / 64 / 256 plain ranks (`bench/lockstep.py`): the ddptui core
+   (`Session.broadcast`) and `ddptui --batch` end to end, against stock-pdb ranks stepped by a
+   bare pty loop and against tmux with `synchronize-panes`. Goal: <= 1.5x the stock-pdb loop and
+   below tmux at every size.
+2. drain time of 1 and of 8 ranks flooding 8 MiB each of coloured log lines and `\\r` bars,
+   under the app against under tmux (`bench/ui_flood.py`). Goal: <= tmux.
+3. key -> screen latency p50 / p99 during the 8-rank flood (the same `bench/ui_flood.py` run).
+   Goal: p99 <= 50 ms.
+4. memory of the app with 64 ranks x 10,000 lines against the tmux server's for the same
+   (`bench/memory.py`). Goal: <= tmux.
+5. idle CPU of the app with 256 paused ranks (`bench/idle.py`). Goal: under 2 % of a core.
+
+The scripts' own progress goes to standard error as they run; the table (with the machine: cores,
+CPU model, load average, date, Python) follows. `--json` prints everything (the table's rows and
+each script's own JSON) on standard output and the table on standard error. `--only 1,5` picks items,
+`--sizes` the lockstep sizes, `--quick` smaller sizes everywhere (a smoke run, not figures to
+quote). A script that fails, or has no `--json`, gives a note in the table instead of figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+TIMEOUT = 3600.0
+"""Seconds one bench script may run."""
+ITEMS = {1: "lockstep", 2: "drain", 3: "keys", 4: "memory", 5: "idle"}
+FLOOD_GOAL_MS = 50.0
+IDLE_GOAL_PCT = 2.0
+
+
+@dataclass
+class Line:
+    """One row of the table."""
+
+    item: str
+    ddptui: str
+    baseline: str
+    ratio: str
+    goal: str
+    met: str
+    note: str = ""
+
+
+# -- running the scripts ------------------------------------------------------------------------
+def run_json(script: str, args: list[str]) -> tuple[Any, str]:
+    """Run `bench/<script> <args> --json`; (its JSON, "") or (None, why there is none)."""
+    argv = [sys.executable, str(BENCH / script), *args, "--json"]
+    print(f"\n== {' '.join(argv[1:])}", file=sys.stderr, flush=True)
+    began = time.monotonic()
+    try:
+        done = subprocess.run(argv, stdout=subprocess.PIPE, text=True, timeout=TIMEOUT, check=False)
+    except subprocess.TimeoutExpired:
+        return None, f"{script} timed out after {TIMEOUT:.0f} s"
+    print(f"== {script}: {time.monotonic() - began:.0f} s, exit status {done.returncode}", file=sys.stderr)
+    text = done.stdout.strip()
+    start = text.find("{")
+    try:
+        return json.loads(
+            text[start:]
+        ) if start >= 0 else None, "" if start >= 0 else f"{script} printed no JSON"
+    except ValueError:
+        return None, f"{script} printed no valid JSON (exit status {done.returncode})"
+
+
+def has_json_flag(script: str) -> bool:
+    """Whether a bench script takes `--json` (it says so in its --help)."""
+    argv = [sys.executable, str(BENCH / script), "--help"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    return "--json" in done.stdout
+
+
+# -- formatting --------------------------------------------------------------------------------
+def num(value: float | None, unit: str, digits: int = 2) -> str:
+    """A figure with its unit; `-` when missing."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:.{digits}f} {unit}".strip()
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    """a / b, None when either is missing or b is 0."""
+    if a is None or b is None or not b or math.isnan(a) or math.isnan(b):
+        return None
+    return a / b
+
+
+def verdict(ok: bool | None) -> str:
+    """yes / NO / - (not judged)."""
+    return "-" if ok is None else "yes" if ok else "NO"
+
+
+# -- item 1: lockstep -----------------------------------------------------------------------------
+def lockstep_lines(data: Any, note: str) -> list[Line]:
+    """Core and batch per size, each against stock pdb (<= 1.5x) and tmux (below it)."""
+    if data is None:
+        return [Line("1 lockstep", "-", "-", "-", "<= 1.5x stock, < tmux", "-", note)]
+    lines = []
+    for size in data["sizes"]:
+        ways, notes = size["ways"], size.get("notes", {})
+        stock, tmux = ways["stock"]["median_ms"], ways.get("tmux", {}).get("median_ms")
+        for way, title in (("core", "core"), ("batch", "--batch")):
+            if way not in ways:
+                continue
+            ours = ways[way]["median_ms"]
+            why = notes.get(way, "")
+            over_stock = ratio(ours, stock)
+            lines.append(
+                Line(
+                    f"1 lockstep N={size['nproc']} {title}",
+                    num(ours, "ms"),
+                    f"stock {num(stock, 'ms')}",
+                    num(over_stock, "x"),
+                    "<= 1.5x",
+                    verdict(None if over_stock is None else over_stock <= 1.5),
+                    why,
+                )
+            )
+            over_tmux = ratio(ours, tmux)
+            lines.append(
+                Line(
+                    "",
+                    "",
+                    f"tmux {num(tmux, 'ms')}",
+                    num(over_tmux, "x"),
+                    "< 1x",
+                    verdict(None if over_tmux is None else over_tmux < 1),
+                    notes.get("tmux", "") if tmux is None else "",
+                )
+            )
+    return lines
+
+
+# -- items 2 and 3: ui_flood ----------------------------------------------------------------------
+def walk(node: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
+    """Every (key path, value) in a JSON document."""
+    found = [(path, node)]
+    if isinstance(node, dict):
+        for key, value in node.items():
+            found += walk(value, (*path, str(key)))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            name = value.get("name") if isinstance(value, dict) else None
+            found += walk(value, (*path, str(name or index)))
+    return found
+
+
+def nearest_rank(values: list[float], q: float) -> float:
+    """The nearest-rank q-th percentile (ui_flood.py's definition)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q / 100 * len(ordered)) - 1))]
+
+
+def flood_figure(data: Any, side: str, what: str) -> float | None:
+    """A figure of one side of a ui_flood.py JSON, found by name (its JSON format is new).
+
+    `what`: drain_median / drain_max (s), screen_p50 / screen_p99 (ms). Takes a summary figure
+    whose key names it (`drain` + `median`/`max`, `screen` + `p50`/`p99`) under the side's key,
+    else computes it from the side's samples (`drains`, `screen_ms`).
+    """
+    kind, stat = what.split("_")
+    summaries, samples = [], []
+    for path, value in walk(data):
+        lowered = [part.lower() for part in path]
+        if side not in lowered or "idle" in "".join(lowered) or "rest" in "".join(lowered):
+            continue
+        leaf = lowered[-1] if lowered else ""
+        words = re.split(r"[^a-z0-9]+", leaf)
+        if isinstance(value, (int, float)) and kind in leaf and (stat in words or leaf.endswith(stat)):
+            summaries.append(float(value))
+        if isinstance(value, list) and leaf in ({"drains", "drain_s"} if kind == "drain" else {"screen_ms"}):
+            samples = [float(v) for v in value if isinstance(v, (int, float))]
+    if summaries:
+        return summaries[0]
+    if samples:
+        if stat == "max":
+            return max(samples)
+        return statistics.median(samples) if stat in ("median", "p50") else nearest_rank(samples, 99)
+    return None
+
+
+def flood_lines(runs: dict[int, tuple[Any, str]], items: set[int]) -> list[Line]:
+    """Drain time (1 and 8 ranks) and key latency (8 ranks) rows."""
+    lines = []
+    for ranks, (data, note) in runs.items():
+        if 2 in items:
+            stats = ("median", "max") if ranks > 1 else ("max",)
+            for stat in stats:
+                ours = flood_figure(data, "ddptui", f"drain_{stat}")
+                theirs = flood_figure(data, "tmux", f"drain_{stat}")
+                over = ratio(ours, theirs)
+                title = f"2 drain {ranks} rank{'s' * (ranks > 1)}" + (f" ({stat})" if ranks > 1 else "")
+                why = note or ("" if ours is not None else "drain times not found in ui_flood.py's JSON")
+                met = verdict(None if over is None else over <= 1)
+                lines.append(
+                    Line(title, num(ours, "s"), f"tmux {num(theirs, 's')}", num(over, "x"), "<= 1x", met, why)
+                )
+        if 3 in items and ranks == max(runs):
+            for stat in ("p50", "p99"):
+                ours = flood_figure(data, "ddptui", f"screen_{stat}")
+                theirs = flood_figure(data, "tmux", f"screen_{stat}")
+                goal = f"<= {FLOOD_GOAL_MS:.0f} ms" if stat == "p99" else ""
+                met = None if ours is None or stat != "p99" else ours <= FLOOD_GOAL_MS
+                why = note or ("" if ours is not None else "key latencies not found in ui_flood.py's JSON")
+                lines.append(
+                    Line(
+                        f"3 key->screen {stat}, {ranks} flooding",
+                        num(ours, "ms", 1),
+                        f"tmux {num(theirs, 'ms', 1)}",
+                        num(ratio(ours, theirs), "x"),
+                        goal,
+                        verdict(met),
+                        why,
+                    )
+                )
+    return lines
+
+
+# -- item 4: memory -------------------------------------------------------------------------------
+def memory_lines(data: Any, note: str) -> list[Line]:
+    """RSS growth of each ddptui run against the tmux server's."""
+    if data is None:
+        return [Line("4 memory", "-", "-", "-", "<= 1x tmux", "-", note)]
+    base = data["tmux"].get("rss_growth")
+    size = f"{data['ranks']}x{data['lines']}"
+    lines = []
+    for run in data["ddptui"]:
+        key = "traced_growth" if run["traced"] else "rss_growth"
+        value = run.get(key)
+        over = ratio(value, base)
+        what = "Python heap (tracemalloc)" if run["traced"] else "RSS"
+        holds = run.get("holds") or {}
+        held = "every pane holds all lines" if holds.get("every_pane_full") else "panes on screen only"
+        why = run.get("note") or data["tmux"].get("note") or held
+        lines.append(
+            Line(
+                f"4 memory {size} {run['mode']} {what}",
+                num(value / 2**20 if value is not None else None, "MiB", 1),
+                f"tmux {num(base / 2**20 if base is not None else None, 'MiB', 1)}",
+                num(over, "x"),
+                "<= 1x" if not run["traced"] else "",
+                verdict(None if over is None or run["traced"] else over <= 1),
+                why,
+            )
+        )
+    return lines
+
+
+# -- item 5: idle -----------------------------------------------------------------------------------
+def idle_lines(data: Any, note: str) -> list[Line]:
+    """Idle CPU of the app at N paused ranks, against the same app at 8."""
+    if data is None:
+        return [Line("5 idle CPU", "-", "-", "-", f"< {IDLE_GOAL_PCT:g} %", "-", note)]
+    ours = data["sides"][str(data["ranks"])]["idle_cpu_pct"]
+    base = data["sides"][str(data["baseline"])]["idle_cpu_pct"]
+    return [
+        Line(
+            f"5 idle CPU, {data['ranks']} paused ranks",
+            num(ours, "%"),
+            f"{data['baseline']} ranks {num(base, '%')}",
+            num(ratio(ours, base), "x"),
+            f"< {IDLE_GOAL_PCT:g} % of a core",
+            verdict(ours < IDLE_GOAL_PCT),
+        )
+    ]
+
+
+# -- machine and table -----------------------------------------------------------------------------
+def machine() -> dict[str, Any]:
+    """Where and when the run happened."""
+    model = ""
+    try:
+        for row in Path("/proc/cpuinfo").read_text().splitlines():
+            if row.startswith("model name"):
+                model = row.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    tmux = shutil.which("tmux")
+    version = (
+        subprocess.run([tmux, "-V"], capture_output=True, text=True, check=False).stdout.strip()
+        if tmux
+        else ""
+    )
+    try:
+        import psutil
+
+        memory = f"{psutil.virtual_memory().total / 2**30:.0f} GiB"
+    except ImportError:
+        memory = ""
+    return {
+        "date": datetime.datetime.now().isoformat(timespec="minutes"),
+        "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "online_cores": os.cpu_count(),
+        "cpu_model": model,
+        "memory": memory,
+        "platform": f"{platform.machine()}, {platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "tmux": version,
+        "load_average_start": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def render(lines: list[Line], about: dict[str, Any]) -> str:
+    """The table, the machine under it, notes as footnotes."""
+    head = Line("item", "ddptui", "baseline", "ratio", "goal", "met")
+    rows = [head, *lines]
+    widths = [
+        max(len(getattr(row, name)) for row in rows)
+        for name in ("item", "ddptui", "baseline", "ratio", "goal")
+    ]
+    out, notes = [], []
+    for row in rows:
+        cells = [row.item, row.ddptui, row.baseline, row.ratio, row.goal]
+        text = "  ".join(
+            cell.ljust(width) if i in (0, 2, 4) else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(cells, widths, strict=True))
+        )
+        if row.note:
+            if row.note not in notes:
+                notes.append(row.note)
+            text += f"  {row.met} [{notes.index(row.note) + 1}]"
+        else:
+            text += f"  {row.met}"
+        out.append(text.rstrip())
+        if row is head:
+            out.append("-" * len(out[0]))
+    out += [f"[{n}] {note}" for n, note in enumerate(notes, 1)]
+    load = " -> ".join(
+        "/".join(f"{x:.2f}" for x in about[k]) for k in ("load_average_start", "load_average_end")
+    )
+    out.append(
+        f"\n{about['date']}; {about['usable_cores']} usable cores ({about['online_cores']} online), "
+        f"{about['cpu_model']}, {about['memory']} RAM; {about['platform']}; Python {about['python']}; "
+        f"{about['tmux']}; load average (1/5/15 min) {load}; {about['wall_s']:.0f} s"
+    )
+    return "\n".join(out)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="1,2,3,4,5", help="items to run, e.g. 1,5 (all)")
+    parser.add_argument("--sizes", help="lockstep rank counts (4,16,64,256; --quick: 4,16)")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes everywhere: a smoke run")
+    parser.add_argument("--json", action="store_true", help="print everything as JSON instead of the table")
+    args = parser.parse_args(argv)
+    try:
+        args.only = {int(item) for item in args.only.split(",") if item.strip()}
+    except ValueError:
+        parser.error("--only takes item numbers 1-5, e.g. 1,5")
+    if not args.only or not args.only <= set(ITEMS):
+        parser.error("--only takes item numbers 1-5, e.g. 1,5")
+    args.sizes = args.sizes or ("4,16" if args.quick else "4,16,64,256")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the chosen items, print the table (or the JSON)."""
+    args = parse_args(argv)
+    about = machine()
+    began = time.monotonic()
+    raw: dict[str, Any] = {}
+    lines: list[Line] = []
+    if 1 in args.only:
+        steps = ["--steps", "10", "--batch-runs", "1", "--batch-steps", "20"] if args.quick else []
+        data, note = run_json("lockstep.py", ["--sizes", args.sizes, *steps])
+        raw["lockstep"] = data or {"note": note}
+        lines += lockstep_lines(data, note)
+    if args.only & {2, 3}:
+        flood: dict[int, tuple[Any, str]] = {}
+        counts = ([1] if 2 in args.only else []) + [8]
+        if not has_json_flag("ui_flood.py"):
+            note = "bench/ui_flood.py has no --json yet: not run (run it by hand for its own table)"
+            flood = dict.fromkeys(counts, (None, note))
+        else:
+            for ranks in counts:
+                flood[ranks] = run_json(
+                    "ui_flood.py", ["--ranks", str(ranks), "--mib", "2" if args.quick else "8"]
+                )
+                raw[f"ui_flood_{ranks}"] = flood[ranks][0] or {"note": flood[ranks][1]}
+        lines += flood_lines(flood, args.only)
+    if 4 in args.only:
+        size = ["--ranks", "16", "--lines", "2000", "--no-tracemalloc"] if args.quick else []
+        data, note = run_json("memory.py", size)
+        raw["memory"] = data or {"note": note}
+        lines += memory_lines(data, note)
+    if 5 in args.only:
+        size = ["--ranks", "64", "--window", "3"] if args.quick else []
+        data, note = run_json("idle.py", size)
+        raw["idle"] = data or {"note": note}
+        lines += idle_lines(data, note)
+    about["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
+    about["wall_s"] = time.monotonic() - began
+    print("\n" + render(lines, about), file=sys.stderr if args.json else sys.stdout)
+    if args.json:
+        print(json.dumps({"machine": about, "rows": [asdict(line) for line in lines], "raw": raw}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
