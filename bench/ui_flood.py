@@ -55,16 +55,20 @@ key within 50 ms at p99 during the flood (`key→screen` p99 of the ddptui side)
 the machine moves every figure (the load average is printed after each side): on a shared
 machine use `--rounds 2` or more, which alternates the sides and pools their samples.
 `--profile N` prints the ddptui side's top N functions (cProfile slows the app down about 2x: use
-it to see where time goes, not for the figures). With more than 8 ranks ddptui shows one page
-of 8 panes (the others are not emulated) while tmux shows every rank.
+it to see where time goes, not for the figures). `--json` prints the figures (drain ratios,
+key → screen percentiles of both sides, CPU, loop times, load averages) as one JSON object on
+stdout and everything else on stderr, for scripts that collect runs. With more than 8 ranks
+ddptui shows one page of 8 panes (the others are not emulated) while tmux shows every rank.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import functools
+import json
 import math
 import os
 import pstats
@@ -89,6 +93,7 @@ from textual.keys import _character_to_key
 from textual.screen import Screen
 
 from ddptui.core.launch import LaunchSpec
+from ddptui.core.local import LocalRank
 from ddptui.core.session import Session
 from ddptui.ui.app import DdptuiApp, grid_shape
 from ddptui.ui.command_bar import CommandBar
@@ -175,6 +180,8 @@ class Side:
     ran_out: bool = False
     """The unique keys ran out before the window ended."""
     notes: list[str] = field(default_factory=list)
+    loads: list[float] = field(default_factory=list)
+    """The 1-minute load average after each round of this side."""
 
     @property
     def rates(self) -> list[float]:
@@ -367,7 +374,7 @@ class LoopTimes:
         "compositor (screen update)": (Screen, "_on_timer_update"),
         "  of which layouts": (Screen, "_refresh_layout"),
         "pane emulation (_frame)": (RankPane, "_frame"),
-        "core pty reads (_drain)": (Session, "_drain"),
+        "core pty reads (_drain)": (LocalRank, "_drain"),
     }
     ENCODING = "  of which terminal encoding"
     """Not patched: timed by `encode_frames` (inside the compositor's screen update)."""
@@ -377,6 +384,10 @@ class LoopTimes:
         self.total = dict.fromkeys(self.ORDER, 0.0)
         self.longest = dict.fromkeys(self.ORDER, 0.0)
         self.calls = dict.fromkeys(self.ORDER, 0)
+        self.cpu_total = dict.fromkeys(self.ORDER, 0.0)
+        """CPU seconds of the loop's thread in those calls (wall time also counts waiting for a
+        core on a loaded machine; this does not)."""
+        self.cpu_longest = dict.fromkeys(self.ORDER, 0.0)
         self.counting = False
         self._saved = {kind: getattr(cls, name) for kind, (cls, name) in self.KINDS.items()}
 
@@ -394,25 +405,28 @@ class LoopTimes:
 
         @functools.wraps(method)
         def timed(*args: object, **kwargs: object) -> object:
-            began = time.perf_counter()
+            began, began_cpu = time.perf_counter(), time.thread_time()
             try:
                 return method(*args, **kwargs)
             finally:
                 if self.counting:
-                    self.add(kind, time.perf_counter() - began)
+                    self.add(kind, time.perf_counter() - began, time.thread_time() - began_cpu)
 
         return timed
 
-    def add(self, kind: str, spent: float) -> None:
-        """Count one call of `kind`."""
+    def add(self, kind: str, spent: float, cpu: float) -> None:
+        """Count one call of `kind`: `spent` wall seconds, `cpu` of them on the CPU."""
         self.total[kind] += spent
         self.longest[kind] = max(self.longest[kind], spent)
+        self.cpu_total[kind] += cpu
+        self.cpu_longest[kind] = max(self.cpu_longest[kind], cpu)
         self.calls[kind] += 1
 
     def reset(self) -> None:
         """Start counting from zero, now."""
         for kind in self.ORDER:
             self.total[kind], self.longest[kind], self.calls[kind] = 0.0, 0.0, 0
+            self.cpu_total[kind], self.cpu_longest[kind] = 0.0, 0.0
         self.counting = True
 
 
@@ -423,14 +437,14 @@ def encode_frames(app: DdptuiApp, probe: Probe, loop_times: LoopTimes) -> None:
     def display(screen: object, renderable: object) -> None:
         if renderable is None or app._batch_count:
             return
-        began = time.perf_counter()
+        began, began_cpu = time.perf_counter(), time.thread_time()
         if isinstance(renderable, CompositorUpdate):
             text = renderable.render_segments(console)
         else:
             text = console._render_buffer(console.render(renderable))
         data = text.encode()
         if loop_times.counting:
-            loop_times.add(loop_times.ENCODING, time.perf_counter() - began)
+            loop_times.add(loop_times.ENCODING, time.perf_counter() - began, time.thread_time() - began_cpu)
         probe.saw(data)
 
     app._display = display
@@ -507,7 +521,8 @@ async def run_ddptui_app(script: Path, results: Path, args: argparse.Namespace) 
                 await poll(lambda: not app.session.live(range(args.ranks)), 10, "ranks to end")
     finally:
         app.session.kill_now()
-    survivors = [r.pid for r in app.session.ranks if alive(r.pid)]
+    pids = [r.transport.pid for r in app.session.ranks if isinstance(r.transport, LocalRank)]
+    survivors = [pid for pid in pids if alive(pid)]
     if survivors:
         side.notes.append(f"rank processes still alive after the app ended: {survivors}")
     read_drains(results, side)
@@ -731,11 +746,16 @@ def print_loop(side: Side) -> None:
     loop = side.loop
     if loop is None or not side.window:
         return
-    print(f"\nddptui event loop in the {side.window:.1f} s window:  total s  % of window  calls  longest ms")
+    print(f"\nddptui event loop in the {side.window:.1f} s window:", end="")
+    print("  total s  % of window  calls  longest ms   CPU s  longest CPU ms")
     for kind in loop.ORDER:
         share = 100 * loop.total[kind] / side.window
-        longest = 1000 * loop.longest[kind]
-        print(f"  {kind:<27} {loop.total[kind]:7.2f} {share:12.0f} {loop.calls[kind]:6d} {longest:11.1f}")
+        longest, cpu_longest = 1000 * loop.longest[kind], 1000 * loop.cpu_longest[kind]
+        print(
+            f"  {kind:<27} {loop.total[kind]:7.2f} {share:12.0f} {loop.calls[kind]:6d} {longest:11.1f}",
+            end="",
+        )
+        print(f" {loop.cpu_total[kind]:7.2f} {cpu_longest:15.1f}")
 
 
 def print_verdicts(ours: Side, theirs: Side) -> None:
@@ -763,7 +783,7 @@ def merge(rounds: list[Side]) -> Side:
         return rounds[0]
     pooled, share = Side(rounds[0].name, nbytes=rounds[0].nbytes), 1 / len(rounds)
     for side in rounds:
-        for name in ("drains", "screen_ms", "handled_ms", "idle_ms", "notes"):
+        for name in ("drains", "screen_ms", "handled_ms", "idle_ms", "notes", "loads"):
             getattr(pooled, name).extend(getattr(side, name))
         pooled.lost, pooled.ran_out = pooled.lost + side.lost, pooled.ran_out or side.ran_out
         for name in ("cpu", "window", "catch_up", "drawn"):
@@ -782,6 +802,8 @@ def merge_loop(pooled: LoopTimes | None, side: LoopTimes | None, share: float) -
         pooled.total[kind] += side.total[kind] * share
         pooled.calls[kind] += round(side.calls[kind] * share)
         pooled.longest[kind] = max(pooled.longest[kind], side.longest[kind])
+        pooled.cpu_total[kind] += side.cpu_total[kind] * share
+        pooled.cpu_longest[kind] = max(pooled.cpu_longest[kind], side.cpu_longest[kind])
     return pooled
 
 
@@ -793,6 +815,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--ranks", type=int, default=8, help="rank count (8)")
     parser.add_argument("--rounds", type=int, default=1, help="alternating ddptui/tmux rounds, pooled (1)")
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="cProfile the ddptui side")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the figures as one JSON object on stdout (the rest to stderr)",
+    )
     args = parser.parse_args(argv)
     if args.ranks < 1 or args.mib <= 0 or args.rounds < 1:
         parser.error("need --ranks >= 1, --mib > 0 and --rounds >= 1")
@@ -805,6 +832,7 @@ def run_side(name: str, run: Callable[[], Side], results: Path, script: Path) ->
     started = time.monotonic()
     side = run()
     took = time.monotonic() - started
+    side.loads.append(os.getloadavg()[0])
     print(f"{name:>6}: {took:5.1f} s, max drain {max(side.drains, default=math.nan):.2f} s,", end=" ")
     print(f"key p99 {pct(side.screen_ms, 99):.0f} ms, load {os.getloadavg()[0]:.2f}", flush=True)
     left = leftovers(script)
@@ -824,21 +852,87 @@ def run_rounds(script: Path, results: Path, args: argparse.Namespace) -> tuple[S
     return merge(rounds["ddptui"]), merge(rounds["tmux"])
 
 
+def summary(ours: Side, theirs: Side, args: argparse.Namespace, load: float) -> dict[str, object]:
+    """The figures another script collects (`--json`): goals, latencies, drain and CPU ratios."""
+
+    def number(value: float) -> float | None:
+        return None if math.isnan(value) else round(value, 4)
+
+    def side(s: Side) -> dict[str, object]:
+        return {
+            "drain_median_s": number(pct(s.drains, 50)),
+            "drain_max_s": number(max(s.drains, default=math.nan)),
+            "cpu_s": number(s.cpu),
+            "window_s": number(s.window),
+            "catch_up_s": number(s.catch_up),
+            "machine_busy": number(s.busy),
+            "key_screen_idle_p50_ms": number(pct(s.idle_ms, 50)),
+            "key_screen_p50_ms": number(pct(s.screen_ms, 50)),
+            "key_screen_p99_ms": number(pct(s.screen_ms, 99)),
+            "key_screen_max_ms": number(max(s.screen_ms, default=math.nan)),
+            "keys": len(s.screen_ms),
+            "keys_lost": s.lost,
+            "load_after": [round(x, 2) for x in s.loads],
+            "notes": s.notes,
+        }
+
+    def ratio(a: float, b: float) -> float | None:
+        return number(a / b) if b and not math.isnan(a) and not math.isnan(b) else None
+
+    figures = {
+        "ranks": args.ranks,
+        "mib": args.mib,
+        "rounds": args.rounds,
+        "cpus": os.cpu_count(),
+        "load_before": round(load, 2),
+        "drain_ratio_median": ratio(pct(ours.drains, 50), pct(theirs.drains, 50)),
+        "drain_ratio_max": ratio(max(ours.drains, default=math.nan), max(theirs.drains, default=math.nan)),
+        "cpu_ratio": ratio(ours.cpu, theirs.cpu),
+        "ddptui": side(ours) | {"key_handled_p50_ms": number(pct(ours.handled_ms, 50))},
+        "tmux": side(theirs),
+    }
+    if ours.loop is not None:
+        loop = ours.loop
+        figures["ddptui_loop"] = {
+            kind.strip(): {
+                "total_s": round(loop.total[kind], 4),
+                "cpu_s": round(loop.cpu_total[kind], 4),
+                "calls": loop.calls[kind],
+                "longest_ms": round(1000 * loop.longest[kind], 2),
+                "longest_cpu_ms": round(1000 * loop.cpu_longest[kind], 2),
+            }
+            for kind in loop.ORDER
+        }
+    p99 = pct(ours.screen_ms, 99)
+    ratios = (figures["drain_ratio_median"], figures["drain_ratio_max"])
+    figures["goal_drain_met"] = all(r is not None and r <= 1.0 for r in ratios)
+    figures["goal_latency_met"] = bool(p99 <= GOAL_MS and not ours.lost)
+    return figures
+
+
 def main() -> None:
-    """Run both sides, print the table and the verdicts."""
+    """Run both sides, print the table and the verdicts (with `--json`: to stderr, JSON on stdout)."""
     args = parse_args()
     if shutil.which("tmux") is None:
         sys.exit("tmux is not installed")
-    with tempfile.TemporaryDirectory(prefix="ui-flood-") as tmp:
-        script, results = Path(tmp, "flood_rank.py"), Path(tmp, "results")
-        script.write_text(RANK_SCRIPT)
-        results.mkdir()
-        print(f"{args.ranks} ranks x {args.mib:g} MiB, {SIZE[0]}x{SIZE[1]}, {os.cpu_count()} CPUs,", end=" ")
-        print(f"load {os.getloadavg()[0]:.2f}", flush=True)
-        ours, theirs = run_rounds(script, results, args)
-    print_table(ours, theirs)
-    print_loop(ours)
-    print_verdicts(ours, theirs)
+    stdout = sys.stdout
+    with contextlib.redirect_stdout(sys.stderr if args.json else stdout):
+        load = os.getloadavg()[0]
+        with tempfile.TemporaryDirectory(prefix="ui-flood-") as tmp:
+            script, results = Path(tmp, "flood_rank.py"), Path(tmp, "results")
+            script.write_text(RANK_SCRIPT)
+            results.mkdir()
+            print(
+                f"{args.ranks} ranks x {args.mib:g} MiB, {SIZE[0]}x{SIZE[1]}, {os.cpu_count()} CPUs,", end=" "
+            )
+            print(f"load {load:.2f}", flush=True)
+            ours, theirs = run_rounds(script, results, args)
+        print_table(ours, theirs)
+        print_loop(ours)
+        print_verdicts(ours, theirs)
+    if args.json:
+        json.dump(summary(ours, theirs, args, load), stdout)
+        stdout.write("\n")
 
 
 if __name__ == "__main__":
