@@ -154,3 +154,30 @@ async def test_a_protocol_version_mismatch_is_one_clear_line(tmp_path: Path) -> 
             f"refused a connection from pid {os.getpid()}: rank 3 speaks ddptui protocol v99, this ddptui "
             "speaks v1: run the ranks with the same ddptui as the front end"
         )
+
+
+async def test_a_command_typed_in_a_pane_moves_the_rank_as_its_prompt_says(tmp_path: Path) -> None:
+    """Ranks send no `running` event: Enter at the pdb prompt marks the rank running, and a
+    command that leaves the prompt open (`p`, `interact`) says `paused` again."""
+    flag = tmp_path / "go"
+    async with running_session(SCRIPTS / "typed.py", str(flag), nproc=1) as session:
+        (rank,) = session.ranks
+        await reach(session, "prompt")
+        assert await session.wait_until(rank.prompt_shown, TIMEOUT)
+        before = rank.paused_count
+        session.send_input(0, b"p 6 * 7\r")
+        assert await session.wait_until(lambda: rank.paused_count > before and rank.prompt_shown(), TIMEOUT)
+        assert rank.state.phase is Phase.PAUSED and b"42" in rank.output.tail(64)
+        session.send_input(0, b"interact\r")  # Python's prompt: typing there runs no pdb command
+        assert await session.wait_until(lambda: rank.output.tail(8).endswith(b">>> "), TIMEOUT)
+        session.send_input(0, b"y = 1\r")
+        assert await session.wait_until(lambda: rank.output.tail(16).endswith(b">>> "), TIMEOUT)
+        assert rank.state.phase is Phase.PAUSED
+        session.send_input(0, b"\x04")  # Ctrl-D leaves interact, back at pdb's prompt
+        assert await session.wait_until(rank.prompt_shown, TIMEOUT)
+        session.send_input(0, b"n\r")  # steps over wait(flag): the rank runs until the flag exists
+        assert await session.wait_until(lambda: rank.state.phase is Phase.WAITING, TIMEOUT)  # 2 s idle
+        assert "wait" in rank.state.describe()
+        flag.touch()
+        assert await session.wait_until(lambda: rank.state.at_prompt and rank.prompt_shown(), TIMEOUT)
+        assert rank.state.location is not None and rank.state.location.line == 18

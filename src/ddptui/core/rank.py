@@ -156,6 +156,12 @@ class Rank:
         tail = tail[: _TRAILING_ESCAPES.search(tail).start()]  # type: ignore[union-attr]
         return tail.endswith(self.prompt)
 
+    def typing_at_prompt(self) -> bool:
+        """True when the terminal's last line is the rank's pdb prompt and what was typed after it
+        (not `interact`'s `>>>`, not a program reading its stdin)."""
+        tail = self.output.tail(1024)
+        return self.prompt in tail[tail.rfind(b"\n") + 1 :]
+
     def settled(self, now: float) -> bool:
         """Paused with its prompt on screen (or the prompt is overdue), waiting, or gone."""
         if self.state.phase is Phase.PAUSED:

@@ -379,8 +379,16 @@ class Session:
 
     # -- input ------------------------------------------------------------------------------
     def send_input(self, index: int, data: bytes) -> None:
-        """Type bytes into one rank's terminal (keystrokes from its pane)."""
-        self.ranks[index].write(data)
+        """Type bytes into one rank's terminal (keystrokes from its pane).
+
+        Enter at the rank's pdb prompt runs a command: the rank is running from now on (ranks
+        send no `running` event); a command that leaves the prompt open says `paused` again.
+        """
+        rank = self.ranks[index]
+        entered = rank.state.at_prompt and (b"\r" in data or b"\n" in data) and rank.typing_at_prompt()
+        rank.write(data)
+        if entered:
+            rank.resumed()
 
     def resize(self, index: int, columns: int, lines: int) -> None:
         """Set a rank's terminal size."""

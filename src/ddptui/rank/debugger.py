@@ -11,7 +11,7 @@ from typing import Any
 
 from ddptui.rank.hooks import when_imported
 from ddptui.rank.link import link
-from ddptui.rank.protocol import RANK_ENV, Frame, Paused, Running, is_library
+from ddptui.rank.protocol import RANK_ENV, Frame, Paused, is_library
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 HIDDEN_MODULES = ["runpy", "ddptui.rank", "ddptui.rank.*"]
@@ -202,10 +202,19 @@ class RankPdb(_ORIGINAL_PDB):
         return stop
 
     def postloop(self) -> None:
-        """Report `running` when a command resumes the program (n, s, c, ...)."""
-        link.send(Running(self.lastcmd))
+        """A command resumes the program (n, s, c, ...).
+
+        No `running` event: the core marks a rank running as it types a command at its prompt
+        (a broadcast, or Enter in the rank's pane); a command that leaves the prompt open says
+        `paused` again (`postcmd`). One event a step instead of two.
+        """
         if detached and _on_resume is not None:
             _on_resume()
+
+    def do_interact(self, arg: str) -> None:
+        """`interact` is a prompt too (Python's): the rank stays `paused` while it is open."""
+        self._report_paused()
+        super().do_interact(arg)
 
     def _report_paused(self) -> None:
         """Send where this rank's prompt is open, and how deep in the shown stack."""
