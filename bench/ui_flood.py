@@ -68,6 +68,7 @@ import asyncio
 import contextlib
 import cProfile
 import functools
+import gc
 import json
 import math
 import os
@@ -378,7 +379,10 @@ class LoopTimes:
     }
     ENCODING = "  of which terminal encoding"
     """Not patched: timed by `encode_frames` (inside the compositor's screen update)."""
-    ORDER = (*list(KINDS)[:2], ENCODING, *list(KINDS)[2:])
+    GC = "garbage collections (gen 2)"
+    """Not patched: timed by a `gc.callbacks` hook; a full collection stops whatever runs (it may
+    fall inside any of the calls above)."""
+    ORDER = (*list(KINDS)[:2], ENCODING, *list(KINDS)[2:], GC)
 
     def __init__(self) -> None:
         self.total = dict.fromkeys(self.ORDER, 0.0)
@@ -394,11 +398,25 @@ class LoopTimes:
     def __enter__(self) -> LoopTimes:
         for kind, (cls, name) in self.KINDS.items():
             setattr(cls, name, self._timed(kind, self._saved[kind]))
+        gc.callbacks.append(self._collection)
         return self
 
     def __exit__(self, *exc: object) -> None:
         for kind, (cls, name) in self.KINDS.items():
             setattr(cls, name, self._saved[kind])
+        gc.callbacks.remove(self._collection)
+
+    _gc_began: tuple[float, float] = (0.0, 0.0)
+
+    def _collection(self, phase: str, info: dict[str, int]) -> None:
+        """Time full (generation 2) collections."""
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._gc_began = (time.perf_counter(), time.thread_time())
+        elif self.counting:
+            wall, cpu = self._gc_began
+            self.add(self.GC, time.perf_counter() - wall, time.thread_time() - cpu)
 
     def _timed(self, kind: str, method: Callable[..., object]) -> Callable[..., object]:
         """`method`, adding its duration to `kind`."""
