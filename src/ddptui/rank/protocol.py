@@ -118,9 +118,23 @@ class Message:
     def encode(self) -> bytes:
         """One JSON line."""
         body: dict[str, Any] = {"k": self.KIND}
-        for f in fields(self):  # type: ignore[arg-type]
-            body[f.name] = _to_json(getattr(self, f.name))
+        for name, _, _ in _fields(type(self)):
+            body[name] = _to_json(getattr(self, name))
         return json.dumps(body, separators=(",", ":")).encode() + b"\n"
+
+
+_FIELDS: dict[type, tuple[tuple[str, str, bool], ...]] = {}
+
+
+def _fields(cls: type[Message]) -> tuple[tuple[str, str, bool], ...]:
+    """A message class's fields as (name, annotation, required), worked out once per class."""
+    found = _FIELDS.get(cls)
+    if found is None:
+        found = _FIELDS[cls] = tuple(
+            (f.name, str(f.type), f.default is MISSING and f.default_factory is MISSING)
+            for f in fields(cls)  # type: ignore[arg-type]
+        )
+    return found
 
 
 def _to_json(value: Any) -> Any:
@@ -287,9 +301,9 @@ def decode(line: bytes) -> Message:
     if cls is None:
         raise ProtocolError(f"unknown message kind {body.get('k')!r:.40}")
     values = {}
-    for f in fields(cls):  # type: ignore[arg-type]
-        if f.name in body:
-            values[f.name] = _decode_field(str(f.type), body[f.name])
-        elif f.default is MISSING and f.default_factory is MISSING:
-            raise ProtocolError(f"{cls.KIND} without {f.name}")
+    for name, annotation, required in _fields(cls):
+        if name in body:
+            values[name] = _decode_field(annotation, body[name])
+        elif required:
+            raise ProtocolError(f"{cls.KIND} without {name}")
     return cls(**values)
