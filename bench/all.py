@@ -20,6 +20,7 @@ CPU model, load average, date, Python) follows. `--json` prints everything (the 
 each script's own JSON) on standard output and the table on standard error. `--only 1,5` picks items,
 `--sizes` the lockstep sizes, `--quick` smaller sizes everywhere (a smoke run, not figures to
 quote). A script that fails, or has no `--json`, gives a note in the table instead of figures.
+`--replay FILE` prints the table of a saved `--json` output again without running anything.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ TIMEOUT = 3600.0
 ITEMS = {1: "lockstep", 2: "drain", 3: "keys", 4: "memory", 5: "idle"}
 FLOOD_GOAL_MS = 50.0
 IDLE_GOAL_PCT = 2.0
+NO_FLOOD_JSON = "bench/ui_flood.py has no --json yet: not run (run it by hand for its own table)"
 
 
 @dataclass
@@ -59,6 +61,8 @@ class Line:
     goal: str
     met: str
     note: str = ""
+    load: str = ""
+    """The 1-minute load average when the item's script (or job size) started."""
 
 
 # -- running the scripts ------------------------------------------------------------------------
@@ -102,6 +106,11 @@ def ratio(a: float | None, b: float | None) -> float | None:
     if a is None or b is None or not b or math.isnan(a) or math.isnan(b):
         return None
     return a / b
+
+
+def load_of(value: Any) -> str:
+    """A load average for the table; empty when unknown."""
+    return f"{value:.1f}" if isinstance(value, (int, float)) else ""
 
 
 def verdict(ok: bool | None) -> str:
@@ -151,6 +160,7 @@ def lockstep_lines(data: Any, note: str) -> list[Line]:
                         goal,
                         verdict(met),
                         why if first else notes.get("tmux", "") if tmux is None else "",
+                        load_of(size.get("load_average")) if first else "",
                     )
                 )
     return lines
@@ -217,9 +227,9 @@ def flood_lines(runs: dict[int, tuple[Any, str]], items: set[int]) -> list[Line]
                 title = f"2 drain {ranks} rank{'s' * (ranks > 1)}" + (f" ({stat})" if ranks > 1 else "")
                 why = note or ("" if ours is not None else "drain times not found in ui_flood.py's JSON")
                 met = verdict(None if over is None else over <= 1)
-                lines.append(
-                    Line(title, num(ours, "s"), f"tmux {num(theirs, 's')}", num(over, "x"), "<= 1x", met, why)
-                )
+                cells = (num(ours, "s"), f"tmux {num(theirs, 's')}", num(over, "x"), "<= 1x", met, why)
+                load = load_of(data and data.get("load_before")) if stat == stats[0] else ""
+                lines.append(Line(title, *cells, load))
         if 3 in items and ranks == max(runs):
             for stat in ("p50", "p99"):
                 ours = flood_figure(data, "ddptui", f"screen_{stat}")
@@ -239,6 +249,7 @@ def flood_lines(runs: dict[int, tuple[Any, str]], items: set[int]) -> list[Line]
                         goal,
                         verdict(met),
                         why,
+                        "",
                     )
                 )
     return lines
@@ -267,6 +278,7 @@ def memory_lines(data: Any, note: str) -> list[Line]:
                 "<= 1x" if not run["traced"] else "",
                 verdict(None if over is None or run["traced"] else over <= 1),
                 why,
+                load_of(data.get("load_before")) if not lines else "",
             )
         )
     return lines
@@ -284,6 +296,11 @@ def held(holds: dict[str, Any]) -> str:
     if holds["every_pane_full"]:
         return f"{core}; every pane emulated all of them (bench-forced scrollback)"
     panes = f"{holds['shown_panes']} panes on screen emulated >= {holds['shown_pane_lines_min']} lines"
+    if holds.get("shown_skipped_bytes"):
+        panes += (
+            f" (they skipped {holds['shown_skipped_bytes'] / 2**20:.1f} MiB: a pane more than 256 KiB "
+            "behind drops the oldest)"
+        )
     if holds["other_panes"]:
         panes += (
             f", the {holds['other_panes']} others hold <= {holds['other_pane_pending_max'] / 1024:.0f} KiB "
@@ -307,6 +324,7 @@ def idle_lines(data: Any, note: str) -> list[Line]:
             num(ratio(ours, base), "x"),
             f"< {IDLE_GOAL_PCT:g} % of a core",
             verdict(ours < IDLE_GOAL_PCT),
+            load=load_of(data.get("load_before")),
         )
     ]
 
@@ -349,7 +367,7 @@ def machine() -> dict[str, Any]:
 
 def render(lines: list[Line], about: dict[str, Any]) -> str:
     """The table, the machine under it, notes as footnotes."""
-    head = Line("item", "ddptui", "baseline", "ratio", "goal", "met")
+    head = Line("item", "ddptui", "baseline", "ratio", "goal", "met", load="load")
     rows = [head, *lines]
     widths = [
         max(len(getattr(row, name)) for row in rows)
@@ -362,16 +380,16 @@ def render(lines: list[Line], about: dict[str, Any]) -> str:
             cell.ljust(width) if i in (0, 2, 4) else cell.rjust(width)
             for i, (cell, width) in enumerate(zip(cells, widths, strict=True))
         )
+        text += f"  {row.met:<3}  {row.load:>4}"
         if row.note:
             if row.note not in notes:
                 notes.append(row.note)
-            text += f"  {row.met} [{notes.index(row.note) + 1}]"
-        else:
-            text += f"  {row.met}"
+            text += f"  [{notes.index(row.note) + 1}]"
         out.append(text.rstrip())
         if row is head:
             out.append("-" * len(out[0]))
     out += [f"[{n}] {note}" for n, note in enumerate(notes, 1)]
+    out.append("load: the 1-minute load average as the item (or lockstep job size) started")
     load = " -> ".join(
         "/".join(f"{x:.2f}" for x in about[k]) for k in ("load_average_start", "load_average_end")
     )
@@ -389,7 +407,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--only", default="1,2,3,4,5", help="items to run, e.g. 1,5 (all)")
     parser.add_argument("--sizes", help="lockstep rank counts (4,16,64,256; --quick: 4,16)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes everywhere: a smoke run")
-    parser.add_argument("--json", action="store_true", help="print everything as JSON instead of the table")
+    parser.add_argument("--json", action="store_true", help="print everything as JSON (the table to stderr)")
+    parser.add_argument("--replay", metavar="FILE", help="print the table of a saved --json run; run nothing")
     args = parser.parse_args(argv)
     try:
         args.only = {int(item) for item in args.only.split(",") if item.strip()}
@@ -401,43 +420,65 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the chosen items, print the table (or the JSON)."""
-    args = parse_args(argv)
-    about = machine()
-    began = time.monotonic()
+def run_items(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the chosen items' scripts; each script's JSON (or a note) by name."""
     raw: dict[str, Any] = {}
-    lines: list[Line] = []
     if 1 in args.only:
         steps = ["--steps", "10", "--batch-runs", "1", "--batch-steps", "20"] if args.quick else []
         data, note = run_json("lockstep.py", ["--sizes", args.sizes, *steps])
         raw["lockstep"] = data or {"note": note}
-        lines += lockstep_lines(data, note)
     if args.only & {2, 3}:
-        flood: dict[int, tuple[Any, str]] = {}
-        counts = ([1] if 2 in args.only else []) + [8]
-        if not has_json_flag("ui_flood.py"):
-            note = "bench/ui_flood.py has no --json yet: not run (run it by hand for its own table)"
-            flood = dict.fromkeys(counts, (None, note))
-        else:
-            for ranks in counts:
-                flood[ranks] = run_json(
-                    "ui_flood.py", ["--ranks", str(ranks), "--mib", "2" if args.quick else "8"]
-                )
-                raw[f"ui_flood_{ranks}"] = flood[ranks][0] or {"note": flood[ranks][1]}
-        lines += flood_lines(flood, args.only)
+        json_flag = has_json_flag("ui_flood.py")
+        for ranks in ([1] if 2 in args.only else []) + [8]:
+            if not json_flag:
+                raw[f"ui_flood_{ranks}"] = {"note": NO_FLOOD_JSON}
+                continue
+            data, note = run_json("ui_flood.py", ["--ranks", str(ranks), "--mib", "2" if args.quick else "8"])
+            raw[f"ui_flood_{ranks}"] = data or {"note": note}
     if 4 in args.only:
         size = ["--ranks", "16", "--lines", "2000", "--no-tracemalloc"] if args.quick else []
         data, note = run_json("memory.py", size)
         raw["memory"] = data or {"note": note}
-        lines += memory_lines(data, note)
     if 5 in args.only:
         size = ["--ranks", "64", "--window", "3"] if args.quick else []
         data, note = run_json("idle.py", size)
         raw["idle"] = data or {"note": note}
-        lines += idle_lines(data, note)
-    about["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
-    about["wall_s"] = time.monotonic() - began
+    return raw
+
+
+def table_lines(raw: dict[str, Any], only: set[int]) -> list[Line]:
+    """The table's rows from the scripts' JSON."""
+
+    def split(name: str) -> tuple[Any, str]:
+        data = raw[name]
+        return (None, data["note"]) if set(data) == {"note"} else (data, "")
+
+    lines: list[Line] = []
+    if "lockstep" in raw:
+        lines += lockstep_lines(*split("lockstep"))
+    flood = {int(name.rsplit("_", 1)[1]): split(name) for name in raw if name.startswith("ui_flood_")}
+    if flood:
+        lines += flood_lines(dict(sorted(flood.items())), only)
+    if "memory" in raw:
+        lines += memory_lines(*split("memory"))
+    if "idle" in raw:
+        lines += idle_lines(*split("idle"))
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the chosen items (or reread a --json file), print the table (and the JSON)."""
+    args = parse_args(argv)
+    if args.replay:
+        saved = json.loads(Path(args.replay).read_text())
+        about, raw = saved["machine"], saved["raw"]
+    else:
+        about = machine()
+        began = time.monotonic()
+        raw = run_items(args)
+        about["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
+        about["wall_s"] = time.monotonic() - began
+    lines = table_lines(raw, args.only)
     print("\n" + render(lines, about), file=sys.stderr if args.json else sys.stdout)
     if args.json:
         print(json.dumps({"machine": about, "rows": [asdict(line) for line in lines], "raw": raw}, indent=2))

@@ -525,7 +525,8 @@ def measure(nproc: int, script: str, tmp: str, args: argparse.Namespace) -> Row:
         try:
             run()
         except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
-            why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            said = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+            why = " ... ".join(dict.fromkeys([said[0], said[-1]])) if said else type(exc).__name__
             if "batch" in ways:
                 row.batch_runs.clear()
             for way in set(ways) - args.skip:

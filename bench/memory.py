@@ -178,6 +178,7 @@ def ddptui_holds(app: Any, lines: int) -> dict[str, Any]:
         "core_full": min(core) >= lines and not dropped,
         "shown_panes": len(shown),
         "shown_pane_lines_min": min(scrollback(shown), default=0),
+        "shown_skipped_bytes": sum(p.terminal.skipped_bytes for p in shown),
         "other_panes": len(others),
         "other_pane_lines_min": min(scrollback(others), default=0),
         "other_pane_pending_max": max((p.terminal.pending for p in others), default=0),
@@ -342,6 +343,8 @@ def describe_ddptui(run: dict[str, Any]) -> str:
         "every line in the core" if holds["core_full"] else f"core: >= {holds['core_lines_min']} lines a rank"
     )
     shown = f"{holds['shown_panes']} panes on screen >= {holds['shown_pane_lines_min']} lines"
+    if holds.get("shown_skipped_bytes"):
+        shown += f" ({holds['shown_skipped_bytes'] / 2**20:.1f} MiB skipped unemulated)"
     if holds["other_panes"]:
         others = f"{holds['other_panes']} others >= {holds['other_pane_lines_min']} lines"
         if holds["other_pane_pending_max"]:
