@@ -27,6 +27,14 @@ _ALT_SCREEN_PARAMS = frozenset({47, 1047, 1049})
 _MAX_SEQUENCE = 4096  # an unterminated OSC must not swallow the rest of the log
 _CSI = re.compile(r"\x1b\[([<=>?]?)([0-9;:]*)([ -/]*)([@-~])")
 """A well-formed CSI sequence: prefix, parameters, intermediates, final."""
+LINE_LOCAL = re.compile(rb"(?:[^\x00-\x06\x0e-\x1f\x7f\xc2]+|\x1b\[[0-9;]*[mKXGCD@P]|\xc2[\xa0-\xbf])*")
+"""Bytes that act on the cursor's line only (matched from a parser at rest): text, BEL, BS, HT,
+CR, LF/VT/FF (which move down), SGR and the in-line CSIs EL, ECH, CHA, CUF, CUB, ICH, DCH.
+Nothing here moves the cursor up, reads another line, or changes a mode, margin or charset, so
+lines that scroll off under such bytes cannot matter to what is drawn afterwards. `\xc2` is
+allowed only before a printable Latin-1 character: `\xc2\x80`-`\xc2\x9f` decode to C1 controls."""
+SGR = re.compile(rb"\x1b\[[0-9;]*m")
+"""A select-graphic-rendition sequence as `LINE_LOCAL` allows it."""
 
 
 def _all_narrow(data: str) -> bool:
@@ -77,6 +85,9 @@ class ScrollbackScreen(pyte.Screen):
         """Lines added to `history` since the owner last looked (it resets this)."""
         self._alt: tuple[dict[int, Any], pyte.screens.Cursor] | None = None
         self._cells = _Cells(Char(" "))
+        self._stand_ins = 0
+        """Top lines standing in for output that was skipped (see `stand_in`): they leave the
+        screen without entering the scrollback."""
         super().__init__(columns, lines)
 
     def draw(self, data: str) -> None:
@@ -120,9 +131,40 @@ class ScrollbackScreen(pyte.Screen):
         """Scroll as pyte does, keeping the line that leaves the top of the screen."""
         top, bottom = self.margins or Margins(0, self.lines - 1)
         if self.cursor.y == bottom and top == 0 and self._alt is None:
-            self.history.append(snapshot(self.buffer.get(0), self.columns))
-            self.pushed += 1
+            if self._stand_ins:
+                self._stand_ins -= 1
+            else:
+                self.history.append(snapshot(self.buffer.get(0), self.columns))
+                self.pushed += 1
         super().index()
+
+    def scrolls_whole_screen(self) -> bool:
+        """Whether a line feed on the bottom line scrolls every line (no scroll region is set)."""
+        return self.margins is None or tuple(self.margins) == (0, self.lines - 1)
+
+    def stand_in(self, scrolled: int, marker: str) -> None:
+        """Stand in for line-local output that was not emulated, which ended with CR LF at the bottom.
+
+        What such output leaves on the screen is the cursor at the start of a blank bottom line and
+        lines above it that the next `lines - 1` line feeds push out: those are left blank here,
+        and leave without entering the scrollback.
+        The lines it would have pushed to the scrollback (of those shown now: the `scrolled` top
+        ones, up to the cursor's, which it writes on) go there, then `marker` in reverse video
+        where its own lines would be.
+        """
+        if self._alt is None:
+            shown = range(self._stand_ins, min(scrolled, self.cursor.y + 1))
+            rows = [snapshot(self.buffer.get(y), self.columns) for y in shown]
+            if rows and not rows[-1]:
+                rows.pop()  # the cursor's line, still empty: the skipped output wrote it
+            marked = Char(" ", reverse=True)
+            rows.append(tuple(marked._replace(data=char) for char in marker[: self.columns]))
+            self.history.extend(rows)
+            self.pushed += len(rows)
+            self._stand_ins = self.lines - 1
+        self.buffer.clear()
+        self.cursor.x, self.cursor.y = 0, self.lines - 1
+        self.dirty.update(range(self.lines))
 
     def set_mode(self, *params: int, **kwargs: Any) -> None:
         """Set modes, ignoring column switching and emulating the alternate screen."""
@@ -151,6 +193,7 @@ class ScrollbackScreen(pyte.Screen):
     def reset(self) -> None:
         """Reset as pyte does (RIS), which also leaves the alternate screen."""
         self._alt = None
+        self._stand_ins = 0
         super().reset()
 
     def erase_in_display(self, how: int = 0, *args: Any, **kwargs: Any) -> None:
@@ -172,13 +215,14 @@ class ScrollbackScreen(pyte.Screen):
         excess = self.cursor.y + 1 - lines
         if excess > 0:
             for y in range(excess):
-                if self._alt is None:
+                if self._alt is None and y >= self._stand_ins:
                     self.history.append(snapshot(self.buffer.get(y), self.columns))
                     self.pushed += 1
             rows = {y - excess: row for y, row in self.buffer.items() if y >= excess}
             self.buffer.clear()
             self.buffer.update(rows)
             self.cursor.y -= excess
+        self._stand_ins = max(min(self._stand_ins - max(excess, 0), lines - 1), 0)
         if columns > self.columns:
             self.tabstops.update(range((self.columns // 8 + 1) * 8, columns, 8))
         self._clip(lines, columns)
@@ -229,6 +273,11 @@ class GuardedStream(pyte.ByteStream):
         self._csi = {final: getattr(screen, name) for final, name in self.csi.items()}
         self._end = 0
         self._in_sequence = 0  # characters the parser has taken since it last left the ground state
+
+    def at_rest(self) -> bool:
+        """Whether the parser is in the ground state with no partial UTF-8 character held."""
+        held = self.utf8_decoder.getstate()[0] if self.use_utf8 else b""
+        return bool(self._taking_plain_text) and not self._in_sequence and not held
 
     def feed(self, data: bytes | bytearray) -> None:  # type: ignore[override]
         """Decode `data` (split UTF-8 is kept for the next call) and run it through the parser."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from ddptui.term.emulator import BRACKETED_PASTE, DECCKM, GuardedStream, ScrollbackScreen
+from ddptui.term.emulator import BRACKETED_PASTE, DECCKM, LINE_LOCAL, SGR, GuardedStream, ScrollbackScreen
 from ddptui.term.runs import DEFAULT_ATTR, Attr, Cells, Line, Run, cells_to_runs, snapshot
 
 __all__ = ["DEFAULT_ATTR", "Attr", "Cursor", "Line", "Run", "TermScreen"]
@@ -42,13 +42,19 @@ def _cells_text(cells: Cells) -> str:
 class TermScreen:
     """The emulated terminal of one rank: a pending byte buffer, a pyte screen and a scrollback.
 
-    `feed` only appends bytes; `process` runs pyte on at most `budget` of them. When more than
-    `max_pending` bytes wait (the rank writes faster than we emulate), the oldest are dropped and
-    only the last `keep` bytes, cut at a newline, are replayed, after a "skipped" marker line. The
-    final screen of a log flood is therefore right (its last lines), but the scrollback has a gap.
-    A sequence split by the cut (a colour spanning lines, a cursor move) may look wrong until the
-    next full redraw; the core keeps every byte, so nothing is lost for good.
+    `feed` only appends bytes; `process` runs pyte on at most `budget` of them. `skip_ahead`
+    drops what cannot change the final screen: of a log flood (text, colours, `\r` progress bars,
+    in-line erases) only the last screenful of lines needs emulating, and the screen, cursor and
+    colours then end exactly as if every byte had been (the scrollback gets a "skipped" marker
+    line instead of the lines in between). When more than `max_pending` bytes wait (the rank
+    writes faster than we emulate), they are skipped ahead; if the output cannot be skipped
+    exactly (cursor moves up, scroll regions, modes), the oldest are dropped and only the last
+    `keep` bytes, cut at a newline, are replayed after the marker: then a sequence split by the
+    cut may look wrong until the next full redraw. The core keeps every byte either way.
     """
+
+    CAP_WORK = 4096
+    """Bytes `feed` may emulate, once over `max_pending`, to skip more exactly (4 ms or so)."""
 
     def __init__(
         self,
@@ -71,6 +77,8 @@ class TermScreen:
         self._screen = ScrollbackScreen(max(columns, 1), max(lines, 1), history)
         self._stream = GuardedStream(self._screen)
         self._pending = bytearray()
+        self._line_local = 0
+        """How many leading pending bytes are known to be `LINE_LOCAL` (a cache for skip_ahead)."""
         self._max_pending, self._keep = max_pending, min(keep, max_pending)
         self._skipped = 0
         self._scroll = 0
@@ -130,17 +138,78 @@ class TermScreen:
         """Queue bytes from the rank's pty; no emulation happens here."""
         self._pending += data
         if len(self._pending) > self._max_pending:
-            self._drop_oldest()
+            self.skip_ahead(self.CAP_WORK)
+            if len(self._pending) > self._max_pending:
+                self._drop_oldest()
 
     def process(self, budget: int = 256 * 1024) -> bool:
-        """Emulate at most `budget` pending bytes; True when the view changed."""
+        """Emulate at most `budget` pending bytes (ending at a line's end if one is in the second
+        half, so that the parser rests there); True when the view changed."""
         if self._skipped:
             self._mark_skipped()
-        if self._pending:
-            chunk = self._pending[:budget]
-            del self._pending[:budget]
+        pending = self._pending
+        if pending:
+            if len(pending) > budget:
+                newline = pending.rfind(b"\n", budget // 2, budget)
+                budget = newline + 1 if newline >= 0 else budget
+            chunk = pending[:budget]
+            del pending[:budget]
+            self._line_local = max(self._line_local - len(chunk), 0)
             self._stream.feed(chunk)
         return self._collect_changes()
+
+    def skip_ahead(self, work: int = 0) -> int:
+        """Drop the pending bytes that cannot change what the screen ends up showing; how many.
+
+        Those are the leading ones up to where output that is not line-local starts (see
+        `_skip_once`). With `work`, up to that many bytes are emulated to get past such output
+        (a cursor move up, a mode change) so that more of what follows can be skipped.
+        """
+        skipped = self._skip_once()
+        pending = self._pending
+        while work > 0 and len(pending) > self._keep:
+            stop = self._line_local  # where output that is not line-local starts (or the end)
+            if stop >= len(pending):
+                break
+            step = min(stop + 256, work)
+            chunk = pending[:step]
+            del pending[:step]
+            self._line_local = 0
+            self._stream.feed(chunk)
+            work -= step
+            skipped += self._skip_once()
+        return skipped
+
+    def _skip_once(self) -> int:
+        """Skip the leading pending bytes that cannot change the final screen; how many.
+
+        They are the leading ones, up to a CR LF after which `lines - 1` line feeds still come,
+        all `LINE_LOCAL` (text, colours, `\r`, in-line erases; no cursor moves up, modes or scroll
+        regions), with the parser at rest before them and enough line feeds among them to leave
+        the cursor on the bottom line. Whatever they drew is then scrolled off by the line feeds
+        after them, so only their colours matter: their SGR sequences (from the last reset) are
+        replayed. The screen, cursor, colours and modes end exactly as with full emulation; the
+        scrollback gets the lines the skipped part pushed off the screen, then a marker line.
+        """
+        screen, pending, lines = self._screen, self._pending, self.lines
+        if len(pending) < 2 * lines or not self._stream.at_rest() or not screen.scrolls_whole_screen():
+            return 0
+        if self._line_local < len(pending):
+            found = LINE_LOCAL.match(pending, self._line_local)
+            assert found is not None  # the pattern matches the empty string
+            self._line_local = found.end()
+        cut = self._cut(self._line_local)
+        feeds = pending.count(b"\n", 0, cut) if cut else 0
+        if not feeds or screen.cursor.y + feeds < lines:  # the last line feed would not scroll
+            return 0
+        colours = b"".join(match[0] for match in SGR.finditer(pending, self._last_reset(cut), cut))
+        screen.stand_in(screen.cursor.y + feeds - (lines - 1), f"[ddptui: {_size(cut)} of output skipped]")
+        if colours:
+            self._stream.feed(colours)
+        del pending[:cut]
+        self._line_local -= cut
+        self.skipped_bytes += cut
+        return cut
 
     def resize(self, columns: int, lines: int) -> None:
         """Change the screen size (lines above the cursor go to the scrollback when shrinking)."""
@@ -188,12 +257,39 @@ class TermScreen:
         older = [_cells_text(screen.history[i]) for i in range(start, len(screen.history))]
         return "\n".join((older + rows)[-count:]) if count > 0 else ""
 
+    def _cut(self, end: int) -> int:
+        """Just after a CR LF followed by `lines - 1` line feeds before `end`, as late as can be; or 0."""
+        pending, newline = self._pending, end
+        for _ in range(self.lines):
+            newline = pending.rfind(b"\n", 0, newline)
+            if newline < 0:
+                return 0
+        for _ in range(64):  # output without CR (a raw tty) is not worth a longer search
+            if newline > 0 and pending[newline - 1] == 0x0D:
+                return newline + 1
+            newline = pending.rfind(b"\n", 0, newline)
+            if newline < 0:
+                return 0
+        return 0
+
+    def _last_reset(self, end: int) -> int:
+        """Where the last SGR before `end` that resets every attribute starts (0 if none does)."""
+        pending = self._pending
+        start = max(pending.rfind(b"\x1b[0m", 0, end), pending.rfind(b"\x1b[m", 0, end), 0)
+        other = pending.rfind(b"\x1b[0;", 0, end)  # a first parameter 0 resets too
+        while other > start:
+            if SGR.match(pending, other):
+                return other
+            other = pending.rfind(b"\x1b[0;", 0, other)
+        return start
+
     def _drop_oldest(self) -> None:
         """Forget all but the last `keep` pending bytes, starting after a newline if one is near."""
         cut = len(self._pending) - self._keep
         newline = self._pending.find(b"\n", cut, cut + 64 * 1024)
         cut = newline + 1 if newline >= 0 else cut
         del self._pending[:cut]
+        self._line_local = 0
         self._skipped += cut
         self.skipped_bytes += cut
 
