@@ -14,10 +14,12 @@ the traced growth. Two ways of running the app:
 
 * shipped: the app as it is. Every byte of every rank stays in the core (`Rank.output`, 8 MiB a
   rank); the panes on screen (8 of 64: a state grid shows the rest) emulate it into a scrollback
-  of `TermScreen`'s default size; the other panes only buffer their latest output (at most 256
-  KiB) until they are shown.
+  of `TermScreen`'s default size, skipping what a flood scrolls past (a marker line instead); the
+  other panes only buffer their latest output (capped) until they are shown. The figures say how
+  many lines each pane's scrollback ended up with.
 * full: what holding L lines of *emulated* scrollback in every pane costs: the bench gives every
-  pane's `TermScreen` a history of L lines and no pending cap, and emulates all of them.
+  pane's `TermScreen` a history of L lines, no pending cap and no `skip_ahead`, and emulates all
+  of them.
 
 tmux side: a private server (`tmux -L <private> -f /dev/null`, `history-limit` L + 100), one
 80x24 window per rank running the same command (stock pdb). The figure is the growth of the tmux
@@ -90,6 +92,9 @@ def full_scrollback(lines: int) -> None:
     class FullScreen(TermScreen):
         def __init__(self, columns: int, lines_: int, history: int = 0, **_: object) -> None:
             super().__init__(columns, lines_, lines + 100, max_pending=1 << 40, keep=1 << 40)
+
+        def skip_ahead(self, work: int = 0) -> int:
+            return 0  # emulate every line, none skipped as unable to change the final screen
 
     rank_pane.TermScreen = FullScreen  # type: ignore[misc]
 
