@@ -20,6 +20,7 @@ import pytest
 from textual.app import App, ComposeResult
 
 import ddptui.ui
+from ddptui.term.emulator import LINE_LOCAL, line_local_end
 from ddptui.term.screen import Cursor, Run, TermScreen
 from ddptui.ui.rank_pane import RankPane
 
@@ -243,3 +244,28 @@ async def test_a_flooded_pane_ends_on_the_full_screen_whether_shown_or_hidden(se
         drawn = [pane.render_line(y).text.rstrip() for y in range(lines)]
         assert drawn == reference.text().split("\n") + [""] * (lines - len(reference.text().split("\n")))
         assert pane.terminal.skipped_bytes > len(data) // 2
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_quick_line_local_check_agrees_with_the_pattern(seed: int) -> None:
+    rng = random.Random(seed)
+    pieces = [
+        b"text ",
+        b"\x1b[31m",
+        b"\x1b[2K",
+        b"\x1b[",
+        b"3",
+        b"A",
+        b"m",
+        b"\xc2",
+        b"\xa0",
+        b"\x9b",
+        b"\r\n",
+    ]
+    pieces += [b"\x07", b"\x00", b"\x7f", b"\x1b]0;t\x07", "é✓".encode()]
+    for _ in range(300):
+        data = b"".join(rng.choice(pieces) for _ in range(rng.randrange(1, 30)))
+        start = LINE_LOCAL.match(data).end() if rng.random() < 0.5 else 0
+        expected = LINE_LOCAL.match(data, start)
+        assert expected is not None
+        assert line_local_end(data, start) == expected.end(), data

@@ -10,7 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from ddptui.term.emulator import BRACKETED_PASTE, DECCKM, LINE_LOCAL, SGR, GuardedStream, ScrollbackScreen
+from ddptui.term.emulator import (
+    BRACKETED_PASTE,
+    DECCKM,
+    SGR,
+    GuardedStream,
+    ScrollbackScreen,
+    line_local_end,
+)
 from ddptui.term.runs import DEFAULT_ATTR, Attr, Cells, Line, Run, cells_to_runs, snapshot
 
 __all__ = ["DEFAULT_ATTR", "Attr", "Cursor", "Line", "Run", "TermScreen"]
@@ -195,9 +202,7 @@ class TermScreen:
         if len(pending) < 2 * lines or not self._stream.at_rest() or not screen.scrolls_whole_screen():
             return 0
         if self._line_local < len(pending):
-            found = LINE_LOCAL.match(pending, self._line_local)
-            assert found is not None  # the pattern matches the empty string
-            self._line_local = found.end()
+            self._line_local = line_local_end(pending, self._line_local)
         cut = self._cut(self._line_local)
         feeds = pending.count(b"\n", 0, cut) if cut else 0
         if not feeds or screen.cursor.y + feeds < lines:  # the last line feed would not scroll

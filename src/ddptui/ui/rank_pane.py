@@ -106,6 +106,9 @@ class RankPane(Widget, can_focus=True):
     STEP: ClassVar[int] = 2048
     """Bytes emulated between two checks of the frame budget."""
 
+    SKIP_WORK: ClassVar[int] = 2048
+    """Bytes a flood frame may emulate to get past output that stops a skip (see `skip_ahead`)."""
+
     WHEEL_LINES: ClassVar[int] = 3
     """Lines scrolled per mouse-wheel notch."""
 
@@ -171,6 +174,8 @@ class RankPane(Widget, can_focus=True):
         self._frames: Timer | None = None
         self._resting = False
         """True while the frame timer is paused, until output arrives."""
+        self._skipping = True
+        """The last flood repaint could skip ahead: until the next, pending output just waits."""
         self.border_title = f"rank {rank}"
         self.identity = ""
         """Who the rank is (`local rank 0 · node3 · pid 4242`), once it said so."""
@@ -323,16 +328,24 @@ class RankPane(Widget, can_focus=True):
         return self.has_focus and not self._screen.cursor.hidden and not self._screen.scroll_offset
 
     def _frame(self) -> None:
-        """Emulate pending output within the frame budget, then redraw the rows that changed."""
+        """Emulate pending output within the frame budget, then redraw the rows that changed.
+
+        In a flood (more pending than a step), output is emulated only for a repaint, after
+        skipping what cannot show (`TermScreen.skip_ahead`): between repaints it just waits.
+        Output that cannot be skipped (cursor moves up, modes) is emulated every frame instead.
+        """
         screen = self._screen
         flooding = screen.pending > self.STEP
-        if screen.pending and self.is_on_screen:
-            deadline = monotonic() + self.FRAME_BUDGET
+        now = monotonic()
+        due = now - self._painted >= self.FLOOD_REPAINT
+        if screen.pending and self.is_on_screen and (due or not flooding or not self._skipping):
+            if flooding:
+                self._skipping = screen.skip_ahead(self.SKIP_WORK) > 0
+            deadline = now + self.FRAME_BUDGET
             while screen.pending and monotonic() < deadline:
                 screen.process(self.STEP)
             self._show_scroll()
-        now = monotonic()
-        if not flooding or not screen.pending or now - self._painted >= self.FLOOD_REPAINT:
+        if not flooding or not screen.pending or due:
             self._painted = now
             self._refresh_dirty()
         if not screen.pending and self._frames is not None:  # nothing to do until output comes:
