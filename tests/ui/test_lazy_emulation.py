@@ -265,7 +265,9 @@ def test_the_quick_line_local_check_agrees_with_the_pattern(seed: int) -> None:
     pieces += [b"\x07", b"\x00", b"\x7f", b"\x1b]0;t\x07", "é✓".encode()]
     for _ in range(300):
         data = b"".join(rng.choice(pieces) for _ in range(rng.randrange(1, 30)))
-        start = LINE_LOCAL.match(data).end() if rng.random() < 0.5 else 0
+        prefix = LINE_LOCAL.match(data)
+        assert prefix is not None
+        start = prefix.end() if rng.random() < 0.5 else 0
         expected = LINE_LOCAL.match(data, start)
         assert expected is not None
         assert line_local_end(data, start) == expected.end(), data
