@@ -102,6 +102,13 @@ def num(value: float | None, unit: str, digits: int = 2) -> str:
     return f"{value:.{digits}f} {unit}".strip()
 
 
+def times(value: float | None) -> str:
+    """A ratio for the table; three decimals when two would show 1.00 for a ratio just over or under 1."""
+    if value is None:
+        return "-"
+    return f"{value:.3f} x" if value != 1 and f"{value:.2f}" == "1.00" else f"{value:.2f} x"
+
+
 def ratio(a: float | None, b: float | None) -> float | None:
     """a / b, None when either is missing or b is 0."""
     if a is None or b is None or not b or math.isnan(a) or math.isnan(b):
@@ -157,7 +164,7 @@ def lockstep_lines(data: Any, note: str) -> list[Line]:
                         f"1 lockstep N={size['nproc']} {title}" if first else "",
                         num(ours, "ms") if first else "",
                         f"{base_name} {num(base, 'ms')}",
-                        num(over, "x"),
+                        times(over),
                         goal,
                         verdict(met),
                         why if first else notes.get("tmux", "") if tmux is None else "",
@@ -228,7 +235,7 @@ def flood_lines(runs: dict[int, tuple[Any, str]], items: set[int]) -> list[Line]
                 title = f"2 drain {ranks} rank{'s' * (ranks > 1)}" + (f" ({stat})" if ranks > 1 else "")
                 why = note or ("" if ours is not None else "drain times not found in ui_flood.py's JSON")
                 met = verdict(None if over is None else over <= 1)
-                cells = (num(ours, "s"), f"tmux {num(theirs, 's')}", num(over, "x"), "<= 1x", met, why)
+                cells = (num(ours, "s"), f"tmux {num(theirs, 's')}", times(over), "<= 1x", met, why)
                 load = load_of(data and data.get("load_before")) if stat == stats[0] else ""
                 lines.append(Line(title, *cells, load))
         if 3 in items and ranks == max(runs):
@@ -246,7 +253,7 @@ def flood_lines(runs: dict[int, tuple[Any, str]], items: set[int]) -> list[Line]
                         f"3 key->screen {stat}, {ranks} flooding",
                         num(ours, "ms", 1),
                         f"tmux {num(theirs, 'ms', 1)}",
-                        num(ratio(ours, theirs), "x"),
+                        times(ratio(ours, theirs)),
                         goal,
                         verdict(met),
                         why,
@@ -275,7 +282,7 @@ def memory_lines(data: Any, note: str) -> list[Line]:
                 f"4 memory {size} {run['mode']} {what}",
                 num(value / 2**20 if value is not None else None, "MiB", 1),
                 f"tmux {num(base / 2**20 if base is not None else None, 'MiB', 1)}",
-                num(over, "x"),
+                times(over),
                 "<= 1x" if not run["traced"] else "",
                 verdict(None if over is None or run["traced"] else over <= 1),
                 why,
@@ -322,7 +329,7 @@ def idle_lines(data: Any, note: str) -> list[Line]:
             f"5 idle CPU, {data['ranks']} paused ranks",
             num(ours, "%"),
             f"{data['baseline']} ranks {num(base, '%')}",
-            num(ratio(ours, base), "x"),
+            times(ratio(ours, base)),
             f"< {IDLE_GOAL_PCT:g} % of a core",
             verdict(ours < IDLE_GOAL_PCT),
             load=load_of(data.get("load_before")),
@@ -409,6 +416,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--sizes", help="lockstep rank counts (4,16,64,256; --quick: 4,16)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes everywhere: a smoke run")
     parser.add_argument("--json", action="store_true", help="print everything as JSON (the table to stderr)")
+    parser.add_argument("--flood-rounds", type=int, help="ui_flood.py --rounds (2; --quick: 1)")
     parser.add_argument("--replay", metavar="FILE", help="print the table of a saved --json run; run nothing")
     args = parser.parse_args(argv)
     try:
@@ -418,6 +426,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if not args.only or not args.only <= set(ITEMS):
         parser.error("--only takes item numbers 1-5, e.g. 1,5")
     args.sizes = args.sizes or ("4,16" if args.quick else "4,16,64,256")
+    args.flood_rounds = args.flood_rounds or (1 if args.quick else 2)
     return args
 
 
@@ -430,7 +439,15 @@ def run_items(args: argparse.Namespace) -> dict[str, Any]:
             if not json_flag:
                 raw[f"ui_flood_{ranks}"] = {"note": NO_FLOOD_JSON}
                 continue
-            data, note = run_json("ui_flood.py", ["--ranks", str(ranks), "--mib", "2" if args.quick else "8"])
+            size = [
+                "--ranks",
+                str(ranks),
+                "--mib",
+                "2" if args.quick else "8",
+                "--rounds",
+                str(args.flood_rounds),
+            ]
+            data, note = run_json("ui_flood.py", size)
             raw[f"ui_flood_{ranks}"] = data or {"note": note}
     if 4 in args.only:
         size = ["--ranks", "16", "--lines", "2000", "--no-tracemalloc"] if args.quick else []
