@@ -204,8 +204,8 @@ async def test_flood_never_blocks_the_event_loop_and_ends_on_the_last_lines() ->
             before = time.thread_time()
             await asyncio.sleep(0.005)
             busy.append(time.thread_time() - before)
-        assert len(busy) > 10  # the backlog took many frames...
-        assert max(busy) < 0.1  # ...each within its budget (2 ms a frame), not 0.15 s in one go
+        assert max(busy) < 0.1  # frames emulate within their budget, never 0.15 s in one go...
+        assert pane.terminal.skipped_bytes > len(data) // 2  # ...and skip what cannot show
         await pilot.pause()
         expected = [line.decode().rstrip() for line in lines[-pane.size.height + 1 :]]
         assert rows(pane)[: len(expected)] == expected

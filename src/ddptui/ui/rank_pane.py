@@ -103,6 +103,14 @@ class RankPane(Widget, can_focus=True):
     """Seconds between repaints while a backlog is being emulated: a log flood in 8 panes must
     not repaint 8 full panes 30 times a second (that alone takes more than a core)."""
 
+    FLOOD_SLOT: ClassVar[float] = 0.02
+    """Seconds between two flood repaints of any panes: each redraws a whole pane (every line
+    scrolled), and several in one screen update stall the app (7-8 panes in one took 30-40 ms
+    of CPU in bench/ui_flood.py), so they take turns, about one per screen update."""
+
+    _next_flood_slot: ClassVar[float] = 0.0
+    """When the next flood repaint may happen, for every pane."""
+
     STEP: ClassVar[int] = 2048
     """Bytes emulated between two checks of the frame budget."""
 
@@ -337,8 +345,11 @@ class RankPane(Widget, can_focus=True):
         screen = self._screen
         flooding = screen.pending > self.STEP
         now = monotonic()
-        due = now - self._painted >= self.FLOOD_REPAINT
-        if screen.pending and self.is_on_screen and (due or not flooding or not self._skipping):
+        due = now - self._painted >= self.FLOOD_REPAINT and now >= RankPane._next_flood_slot
+        shown = self.is_on_screen
+        if flooding and due and shown:
+            RankPane._next_flood_slot = now + self.FLOOD_SLOT
+        if screen.pending and shown and (due or not flooding or not self._skipping):
             if flooding:
                 self._skipping = screen.skip_ahead(self.SKIP_WORK) > 0
             deadline = now + self.FRAME_BUDGET
