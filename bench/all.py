@@ -243,11 +243,11 @@ def flood_lines(runs: dict[int, tuple[Any, str]], items: set[int]) -> list[Line]
                 ours = flood_figure(data, "ddptui", f"screen_{stat}")
                 theirs = flood_figure(data, "tmux", f"screen_{stat}")
                 goal = f"<= {FLOOD_GOAL_MS:.0f} ms" if stat == "p99" else ""
-                met = None if ours is None or stat != "p99" else ours <= FLOOD_GOAL_MS
+                ok = None if ours is None or stat != "p99" else ours <= FLOOD_GOAL_MS
                 why = note or ("" if ours is not None else "key latencies not found in ui_flood.py's JSON")
                 lost = data.get("ddptui", {}).get("keys_lost") if isinstance(data, dict) else None
                 if stat == "p99" and lost:
-                    why, met = f"{lost} typed keys never showed (counted as {2000} ms)", False
+                    why, ok = f"{lost} typed keys never showed (counted as {2000} ms)", False
                 lines.append(
                     Line(
                         f"3 key->screen {stat}, {ranks} flooding",
@@ -255,7 +255,7 @@ def flood_lines(runs: dict[int, tuple[Any, str]], items: set[int]) -> list[Line]
                         f"tmux {num(theirs, 'ms', 1)}",
                         times(ratio(ours, theirs)),
                         goal,
-                        verdict(met),
+                        verdict(ok),
                         why,
                         "",
                     )
@@ -270,7 +270,7 @@ def memory_lines(data: Any, note: str) -> list[Line]:
         return [Line("4 memory", "-", "-", "-", "<= 1x tmux", "-", note)]
     base = data["tmux"].get("rss_growth")
     size = f"{data['ranks']}x{data['lines']}"
-    lines = []
+    lines: list[Line] = []
     for run in data["ddptui"]:
         key = "traced_growth" if run["traced"] else "rss_growth"
         value = run.get(key)

@@ -89,14 +89,14 @@ def full_scrollback(lines: int) -> None:
     from ddptui.term.screen import TermScreen
     from ddptui.ui import rank_pane
 
-    class FullScreen(TermScreen):
+    class FullScreen(TermScreen):  # type: ignore[misc,unused-ignore]
         def __init__(self, columns: int, lines_: int, history: int = 0, **_: object) -> None:
             super().__init__(columns, lines_, lines + 100, max_pending=1 << 40, keep=1 << 40)
 
         def skip_ahead(self, work: int = 0) -> int:
             return 0  # emulate every line, none skipped as unable to change the final screen
 
-    rank_pane.TermScreen = FullScreen  # type: ignore[misc]
+    rank_pane.TermScreen = FullScreen  # type: ignore[misc,unused-ignore]
 
 
 async def app_run(script: Path, ranks: int, lines: int, mode: str, traced: bool) -> dict[str, Any]:
@@ -343,7 +343,7 @@ def describe_ddptui(run: dict[str, Any]) -> str:
     """What one ddptui run held, in words."""
     holds = run.get("holds")
     if not holds:
-        return run.get("note", "not measured")
+        return str(run.get("note", "not measured"))
     core = (
         "every line in the core" if holds["core_full"] else f"core: >= {holds['core_lines_min']} lines a rank"
     )
