@@ -28,8 +28,11 @@ from ddptui.core.channel import Connection
 from ddptui.core.transport import RankTransport, RequestError
 from ddptui.rank.protocol import STATE_DIR_ENV, Message, Reply
 
-READ_CAP = 1 << 18
-"""Bytes read from one pty per wake-up at most, so one flooding rank cannot starve the loop."""
+READ_CAP = 1 << 14
+"""Bytes read from one pty per wake-up at most, so flooding ranks cannot starve the loop: a key
+waits behind every ready pty's reads (at 256 KiB, 8 flooding ranks made one loop pass last tens
+of ms; at 16 KiB bench/ui_flood.py's key p99 went from ~250 to ~95 ms, ranks still draining
+about as fast as under tmux)."""
 PTY_CHUNK = 4095
 """The most a Linux pty returns per read: a shorter read means it is drained."""
 PR_SET_CHILD_SUBREAPER = 36
