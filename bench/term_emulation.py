@@ -6,8 +6,11 @@ UTF-8) goes through:
 * raw: appending 4 KiB reads to a bytearray, as the core drains a pty (the baseline);
 * pyte Screen / pyte HistoryScreen: stock pyte 0.8.2 with a ByteStream;
 * TermScreen: `feed` everything, then `process` until nothing is pending (every byte emulated);
-* TermScreen flood: the same with the default pending cap, so only the tail is replayed (what a
-  pane does when a rank floods it): the time until the final screen is right;
+* TermScreen flood: the same with the default pending cap, past which `skip_ahead` drops what
+  cannot show (exactly: the final screen is the one full emulation gives), as a pane off screen
+  does when a rank floods it: the time until the final screen is right;
+* TermScreen skip: `skip_ahead` before every `process`, as a flooded pane on screen does for each
+  repaint;
 * render: `line_runs` for every row of a full screen, what a pane repaint costs before Textual.
 
 Stock pyte is slow, so it runs on a `--sample-mib` prefix; rates are per MiB either way.
@@ -89,6 +92,23 @@ def term_screen(columns: int, lines: int, capped: bool) -> Callable[[bytes], Non
     return run
 
 
+def term_skip(columns: int, lines: int) -> Callable[[bytes], None]:
+    """Feed in pty-sized chunks; every 16 of them (a repaint's worth), skip ahead and emulate."""
+
+    def run(data: bytes) -> None:
+        screen = TermScreen(columns, lines)
+        for number, start in enumerate(range(0, len(data), CHUNK)):
+            screen.feed(data[start : start + CHUNK])
+            if number % 16 == 15:
+                screen.skip_ahead()
+                screen.process()
+        screen.skip_ahead()
+        while screen.pending:
+            screen.process(64 * 1024)
+
+    return run
+
+
 def render_cost(data: bytes, columns: int, lines: int, repeats: int = 200) -> float:
     """Microseconds to get the runs of every row of a full screen."""
     screen = TermScreen(columns, lines)
@@ -119,8 +139,10 @@ def main() -> None:
     history = rate("pyte HistoryScreen", sample, stock(pyte.HistoryScreen, columns, lines))
     full = rate("TermScreen", data, term_screen(columns, lines, capped=False))
     flood = rate("TermScreen flood", data, term_screen(columns, lines, capped=True))
+    skip = rate("TermScreen skip", data, term_skip(columns, lines))
     print()
-    for label, value in [("pyte HistoryScreen", history), ("TermScreen", full), ("TermScreen flood", flood)]:
+    rows = [("pyte HistoryScreen", history), ("TermScreen", full), ("TermScreen flood", flood)]
+    for label, value in [*rows, ("TermScreen skip", skip)]:
         print(f"{label:<22} vs raw 1/{raw / value:,.0f}   vs pyte Screen x{value / screen:.1f}")
     print(f"{'render':<22} {render_cost(data, columns, lines):9.0f} us per full screen of runs")
 
