@@ -96,6 +96,8 @@ class Session:
         """`ddptui listen`: the TCP address ranks connect to."""
         self.listen_line = ""
         """`ddptui listen`: the shell line that makes a job's ranks connect here."""
+        self.listen_exports: list[str] = []
+        """`ddptui listen`: the `NAME=value` words of that line."""
         self.notices: list[str] = []
         self.port = 0
         self.outstanding: frozenset[int] = frozenset()
@@ -209,7 +211,8 @@ class Session:
             raise launch.LaunchError(f"cannot listen on {where[0]}:{where[1]}: {why}") from None
         if self.spec.nproc:
             self._world(self.spec.nproc)
-        self.listen_line = wrap.listen_line(self.address, token, self.spec)
+        self.listen_exports = wrap.listen_assignments(self.address, token, self.spec)
+        self.listen_line = "export " + " ".join(self.listen_exports)
         if self.spec.env_file:
             try:
                 wrap.write_private(self.spec.env_file, self.listen_line + "\n")

@@ -51,8 +51,8 @@ def launcher_env(spec: launch.LaunchSpec, link: launch.Link) -> dict[str, str]:
     return env
 
 
-def listen_line(address: tuple[str, int], token: str, spec: launch.LaunchSpec) -> str:
-    """`ddptui listen`'s line for a job script: the variables that make every rank of the job connect.
+def listen_assignments(address: tuple[str, int], token: str, spec: launch.LaunchSpec) -> list[str]:
+    """`ddptui listen`'s `NAME=value` words for a job script: what makes every rank of the job connect.
 
     The hook directory is this ddptui's: the nodes must see the same path (a shared file system)
     and run the same ddptui version, which the hello checks.
@@ -69,14 +69,14 @@ def listen_line(address: tuple[str, int], token: str, spec: launch.LaunchSpec) -
     }
     assignments = [f"{name}={shlex.quote(value)}" for name, value in values.items()]
     assignments.append(f"PYTHONPATH={shlex.quote(SITE_DIR)}${{PYTHONPATH:+:$PYTHONPATH}}")
-    return "export " + " ".join(assignments)
+    return assignments
 
 
-def fold_exports(line: str, width: int) -> list[str]:
-    """`listen_line` as several `export` statements of at most `width` characters where possible:
-    each still a whole shell statement, so the lines can be copied from a narrow log together."""
+def fold_exports(assignments: list[str], width: int) -> list[str]:
+    """The assignments as `export` statements of at most `width` characters where possible: each a
+    whole shell statement, so the lines can be copied from a narrow log together."""
     statements: list[str] = []
-    for assignment in line.removeprefix("export ").split(" "):  # the values hold no spaces
+    for assignment in assignments:
         if statements and len(statements[-1]) + 1 + len(assignment) <= width:
             statements[-1] += " " + assignment
         else:

@@ -232,7 +232,7 @@ class DdptuiApp(App[int]):
         """Show a line about the session itself (a refused connection, logging stopped)."""
         if line == self.session.listen_line:  # `ddptui listen`: the line for the job, folded to fit
             width = max(self.command_log.scrollable_content_region.width, 40)
-            self.command_log.show(commands.Result(tuple(fold_exports(line, width))))
+            self.command_log.show(commands.Result(tuple(fold_exports(self.session.listen_exports, width))))
         elif line.startswith("listening on "):
             self.command_log.show(commands.Result((line,)))
         else:
