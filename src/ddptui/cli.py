@@ -108,6 +108,13 @@ def add_session_options(parser: argparse.ArgumentParser) -> None:
         help="with --batch: end the whole run after SECONDS of wall-clock time (exit status 124)",
     )
     add(
+        "--scrollback",
+        type=int,
+        default=5000,
+        metavar="LINES",
+        help="lines of scrollback each rank's pane keeps (default 5000; the full output: --log-dir)",
+    )
+    add(
         "--no-collapse",
         action="store_true",
         help="with --batch: one line per rank even when ranks print the same (default: [ranks 0-3] once)",
@@ -163,6 +170,7 @@ def listen_spec(argv: Sequence[str]) -> tuple[LaunchSpec, argparse.Namespace]:
         stall_timeout=options.stall_timeout,
         pg_timeout=options.pg_timeout,
         log_dir=options.log_dir,
+        scrollback=options.scrollback,
     )
     return spec, options
 
@@ -203,6 +211,7 @@ def parse_spec(argv: Sequence[str]) -> tuple[LaunchSpec, argparse.Namespace]:
         stall_timeout=options.stall_timeout,
         pg_timeout=options.pg_timeout,
         log_dir=options.log_dir,
+        scrollback=options.scrollback,
         run_id=options.rdzv_id,
         role=options.role or "default",
     )
@@ -217,6 +226,8 @@ def check_session_options(options: argparse.Namespace) -> None:
         raise UsageError(f"--pg-timeout must be a positive number of seconds, not {options.pg_timeout}")
     if options.timeout is not None and (not math.isfinite(options.timeout) or options.timeout <= 0):
         raise UsageError(f"--timeout must be a positive number of seconds, not {options.timeout}")
+    if options.scrollback < 0:
+        raise UsageError(f"--scrollback must be 0 or more lines, not {options.scrollback}")
     if options.timeout is not None and options.batch is None:
         raise UsageError("--timeout applies to --batch runs only")
 
@@ -247,6 +258,7 @@ def wrap_spec(options: argparse.Namespace, given: Sequence[str], command: list[s
         stall_timeout=options.stall_timeout,
         pg_timeout=options.pg_timeout,
         log_dir=options.log_dir,
+        scrollback=options.scrollback,
     )
 
 

@@ -43,6 +43,8 @@ class LaunchSpec:
     """`TORCHELASTIC_RUN_ID` (`--rdzv-id`); a new one when None."""
     role: str = "default"
     """`ROLE_NAME` (`--role`)."""
+    scrollback: int = 5000
+    """Lines of scrollback each rank's pane keeps (`--scrollback`)."""
     listen: tuple[str, int] | None = None
     """`ddptui listen`: the TCP address to accept ranks on (ddptui launches nothing; `nproc`, when
     not 0, is the world size to expect)."""

@@ -248,6 +248,21 @@ class TermScreen:
             cells = snapshot(self._screen.buffer.get(index - len(history)), self.columns)
         return list(cells_to_runs(cells))
 
+    def same_screen(self, other: TermScreen) -> bool:
+        """True when `other` shows exactly this live screen: every cell, the cursor, the modes, the title."""
+        mine, theirs = self._screen, other._screen
+        return (self.columns, self.lines, self.cursor, mine.mode, mine.title) == (
+            other.columns,
+            other.lines,
+            other.cursor,
+            theirs.mode,
+            theirs.title,
+        ) and all(
+            list(cells_to_runs(snapshot(mine.buffer.get(y), self.columns)))
+            == list(cells_to_runs(snapshot(theirs.buffer.get(y), self.columns)))
+            for y in range(self.lines)
+        )
+
     def text(self) -> str:
         """The view as plain text: lines without trailing blanks, trailing empty lines dropped."""
         return "\n".join(_text(self.line_runs(y)) for y in range(self.lines)).rstrip("\n")

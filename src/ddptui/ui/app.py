@@ -99,7 +99,7 @@ class DdptuiApp(App[int]):
         self.broadcasting = False
         self.grid_threshold = grid_threshold
         self.panes = [
-            RankPane(rank, columns=spec.columns, lines=spec.lines, id=f"rank-{rank}")
+            RankPane(rank, columns=spec.columns, lines=spec.lines, history=spec.scrollback, id=f"rank-{rank}")
             for rank in range(spec.nproc)
         ]
         self.rank_bar = RankBar()
@@ -206,7 +206,8 @@ class DdptuiApp(App[int]):
             return  # `ddptui listen --world-size N`: the panes exist since the start
         spec = self.spec = replace(self.spec, nproc=size)
         self.panes = [
-            RankPane(rank, columns=spec.columns, lines=spec.lines, id=f"rank-{rank}") for rank in range(size)
+            RankPane(rank, columns=spec.columns, lines=spec.lines, history=spec.scrollback, id=f"rank-{rank}")
+            for rank in range(size)
         ]
         self._states = [RankState() for _ in range(size)]
         self.rank_bar.states = tuple(self._states)
@@ -311,7 +312,13 @@ class DdptuiApp(App[int]):
     def _replayed_pane(self, old: RankPane) -> RankPane:
         """A new, unmounted pane for `old`'s rank, fed the tail of the rank's output."""
         rank, terminal = old.rank, old.terminal
-        pane = RankPane(rank, columns=terminal.columns, lines=terminal.lines, id=f"rank-{rank}")
+        pane = RankPane(
+            rank,
+            columns=terminal.columns,
+            lines=terminal.lines,
+            history=self.spec.scrollback,
+            id=f"rank-{rank}",
+        )
         pane.display = False
         if rank >= len(self.session.ranks):
             return pane
@@ -326,7 +333,10 @@ class DdptuiApp(App[int]):
     def _dress_pane(self, pane: RankPane, state: RankState) -> RankPane:
         """Title and classes of a rank's pane for its state (mounted or not)."""
         pane.border_title = Text(inert(f"rank {pane.rank} · {state.describe()}"))
-        who = self.session.ranks[pane.rank].identity if pane.rank < len(self.session.ranks) else None
+        rank = self.session.ranks[pane.rank] if pane.rank < len(self.session.ranks) else None
+        who = rank.identity if rank is not None else None
+        if rank is not None:
+            pane.source = rank.output  # a skipped flood's scrollback is emulated again from it
         if who is not None:
             pane.show_identity(inert(f"local rank {who.local_rank} · {who.host} · pid {who.pid}"))
         pane.set_class(not state.alive, "-exited")

@@ -18,6 +18,7 @@ from textual.strip import Strip
 from textual.timer import Timer
 from textual.widget import Widget
 
+from ddptui.term.backfill import Backfill, Output
 from ddptui.term.keys import key_to_bytes
 from ddptui.term.screen import Attr, Run, TermScreen
 
@@ -117,6 +118,9 @@ class RankPane(Widget, can_focus=True):
     SKIP_WORK: ClassVar[int] = 2048
     """Bytes a flood frame may emulate to get past output that stops a skip (see `skip_ahead`)."""
 
+    BACKFILL_BUDGET: ClassVar[float] = 0.004
+    """Seconds per frame a pane at rest may spend emulating a skipped flood again (`Backfill`)."""
+
     WHEEL_LINES: ClassVar[int] = 3
     """Lines scrolled per mouse-wheel notch."""
 
@@ -164,10 +168,12 @@ class RankPane(Widget, can_focus=True):
         *,
         columns: int = 80,
         lines: int = 24,
+        history: int = 5000,
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
-        """Create the pane of `rank`, emulating a `columns` x `lines` terminal until laid out."""
+        """Create the pane of `rank`, emulating a `columns` x `lines` terminal until laid out,
+        keeping `history` lines of scrollback."""
         self._styles_for: dict[Attr, Style] = {}
         self._strips: dict[int, Strip] = {}
         self._painted = 0.0
@@ -177,7 +183,14 @@ class RankPane(Widget, can_focus=True):
         super().__init__(id=id, classes=classes)
         self.rank = rank
         """The rank shown."""
-        self._screen = TermScreen(columns, lines)
+        self.history = history
+        """Lines of scrollback kept."""
+        self._screen = TermScreen(columns, lines, history)
+        self.source: Output | None = None
+        """The core's copy of the rank's output, for the scrollback of a skipped flood (`Backfill`)."""
+        self._backfill: Backfill | None = None
+        self._backfilled = 0
+        """`skipped_bytes` when the last backfill began: a new one waits for more skipping."""
         self._posted_size: tuple[int, int] | None = None
         self._frames: Timer | None = None
         self._resting = False
@@ -243,6 +256,7 @@ class RankPane(Widget, can_focus=True):
         if columns < 1 or lines < 1:
             return
         self._screen.resize(columns, lines)
+        self._backfill = None  # made at the old size: it could never match
         self._strips.clear()
         if (columns, lines) != self._posted_size:
             self._posted_size = (columns, lines)
@@ -359,9 +373,35 @@ class RankPane(Widget, can_focus=True):
         if not flooding or not screen.pending or due:
             self._painted = now
             self._refresh_dirty()
-        if not screen.pending and self._frames is not None:  # nothing to do until output comes:
-            self._resting = True  # an idle pane costs no CPU (256 ranks paused, 8 panes shown)
+        if shown and screen.pending <= self.STEP:  # the flood is over (or never was)
+            self._backfill_step(now)
+        if not screen.pending and self._backfill is None and self._frames is not None:
+            self._resting = True  # nothing to do until output comes: an idle pane costs no CPU
             self._frames.pause()
+
+    def _backfill_step(self, now: float) -> None:
+        """After a flood was skipped, emulate the core's copy of it again, a little each frame;
+        take its scrollback once its screen is exactly the live one (see `Backfill`)."""
+        screen = self._screen
+        if self._backfill is None:
+            if self.source is None or screen.skipped_bytes <= self._backfilled or screen.pending:
+                return
+            self._backfilled = screen.skipped_bytes
+            self._backfill = Backfill(self.source, screen.columns, screen.lines, self.history)
+        backfill = self._backfill
+        if not backfill.step(now + self.BACKFILL_BUDGET, monotonic) or screen.pending:
+            if backfill.failed:
+                self._backfill = None
+            return
+        self._backfill = None
+        if backfill.screen.same_screen(screen):
+            offset = screen.scroll_offset
+            backfill.screen.skipped_bytes = self._backfilled
+            self._screen = backfill.screen
+            self._screen.scroll(offset)
+            self._strips.clear()
+            self._show_scroll()
+            self.refresh()
 
     def _show_scroll(self) -> None:
         """Mark a scrolled-back view with the `-scrolled` class and a subtitle saying how far."""

@@ -1,0 +1,82 @@
+"""A flood's scrollback comes back: once a pane that skipped a flood is at rest, it emulates the
+core's copy of the output again and ends with the scrollback of full emulation, not markers."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from textual.app import App, ComposeResult
+
+import ddptui.ui
+from ddptui.core.output import OutputLog
+from ddptui.term.backfill import window_start
+from ddptui.term.screen import TermScreen
+from ddptui.ui.rank_pane import RankPane
+
+HISTORY = 3000
+
+
+def flood(count: int) -> bytes:
+    """Numbered log lines with colours and `\\r` progress bars, as a pty in cooked mode sends them."""
+    lines = []
+    for step in range(count):
+        if step % 5 == 0:
+            lines.append(b"\r 10%|##   |\r 50%|#####|\r100%|#########|")
+        colour = b"\x1b[32m" if step % 3 == 0 else b""
+        lines.append(b"%sstep %d loss %.4f\x1b[0m tail of the line\r\n" % (colour, step, 1 / (step + 1)))
+    return b"".join(lines)
+
+
+def full(data: bytes, columns: int, lines: int) -> TermScreen:
+    """The terminal fed every byte, nothing skipped."""
+    screen = TermScreen(columns, lines, HISTORY, max_pending=1 << 30, keep=1 << 30)
+    screen.feed(data)
+    while screen.pending:
+        screen.process()
+    return screen
+
+
+class PaneApp(App[None]):
+    """One rank pane, as the app shows it."""
+
+    CSS_PATH = Path(ddptui.ui.__file__).parent / "rank_pane.tcss"
+
+    def compose(self) -> ComposeResult:
+        yield RankPane(0, history=HISTORY, id="pane")
+
+
+async def test_a_skipped_flood_gets_its_scrollback_back_at_rest() -> None:
+    data = flood(20_000)
+    app = PaneApp()
+    async with app.run_test(size=(90, 30)) as pilot:
+        pane = app.query_one(RankPane)
+        await pilot.pause()
+        output = OutputLog()
+        pane.source = output  # what the app gives each pane: the core's copy of the rank's output
+        for start in range(0, len(data), 64 * 1024):  # faster than the pane emulates: it skips
+            chunk = data[start : start + 64 * 1024]
+            output.append(chunk)
+            pane.feed(chunk)
+        assert pane.terminal.skipped_bytes > 0
+        deadline = time.monotonic() + 60
+        while pane.terminal.pending or "[ddptui:" in pane.terminal.tail_text(HISTORY):
+            assert time.monotonic() < deadline, "the scrollback never came back"
+            await pilot.pause(0.02)
+        columns, lines = pane.size
+        reference = full(data, columns, lines)
+        assert pane.terminal.tail_text(HISTORY + lines) == reference.tail_text(HISTORY + lines)
+        assert pane.terminal.same_screen(reference)
+        assert "step 19999 " in pane.terminal.text()
+        assert pane.terminal.total_lines == reference.total_lines
+
+
+def test_the_window_starts_at_a_line_far_enough_back() -> None:
+    output = OutputLog(cap=4096)
+    output.append(b"".join(b"line %d\n" % i for i in range(2000)))  # keeps the tail, cut mid-line
+    assert output.start > 0
+    start = window_start(output, 10)
+    assert output.since(start).count(b"\n") == 10 and output.since(start - 1)[:1] == b"\n"
+    start = window_start(output, 10_000)  # more than kept: the first whole line kept
+    first = output.since(output.start)
+    assert start == output.start + first.find(b"\n") + 1
