@@ -41,6 +41,10 @@ from conftest import EXAMPLES, ROOT, SCRIPTS, Runner
             "ddptui: error: --timeout must be a positive number of seconds, not 0.0",
         ),
         (
+            ["--scrollback", "-5", str(EXAMPLES / "train_ddp.py")],
+            "ddptui: error: --scrollback must be 0 or more lines, not -5",
+        ),
+        (
             ["--stall-timeout", "inf", str(EXAMPLES / "train_ddp.py")],
             "ddptui: error: --stall-timeout must be a positive number of seconds, not inf",
         ),

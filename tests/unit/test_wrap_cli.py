@@ -70,3 +70,12 @@ def test_the_advice_names_the_command_to_run() -> None:
     spec, _ = parse_spec([SCRIPT, "29500"])
     advice = spawn_advice(spec, "torch.multiprocessing.spawn")
     assert advice.endswith(f"run it as  ddptui -- python {SCRIPT} 29500")
+
+
+def test_scrollback_reaches_every_way_of_starting_a_job() -> None:
+    from ddptui.cli import listen_spec
+
+    assert parse_spec(["--scrollback", "100", SCRIPT])[0].scrollback == 100
+    assert parse_spec(["--scrollback", "100", "--", sys.executable, "x.py"])[0].scrollback == 100
+    assert listen_spec(["--scrollback", "100"])[0].scrollback == 100
+    assert parse_spec([SCRIPT])[0].scrollback == 5000
