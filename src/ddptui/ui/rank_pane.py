@@ -121,6 +121,9 @@ class RankPane(Widget, can_focus=True):
     BACKFILL_BUDGET: ClassVar[float] = 0.004
     """Seconds per frame a pane at rest may spend emulating a skipped flood again (`Backfill`)."""
 
+    BACKFILL_QUIET: ClassVar[float] = 0.5
+    """Seconds without output before that starts (or goes on): never while the rank floods."""
+
     WHEEL_LINES: ClassVar[int] = 3
     """Lines scrolled per mouse-wheel notch."""
 
@@ -189,6 +192,7 @@ class RankPane(Widget, can_focus=True):
         self.source: Output | None = None
         """The core's copy of the rank's output, for the scrollback of a skipped flood (`Backfill`)."""
         self._backfill: Backfill | None = None
+        self._fed_at = 0.0
         self._backfilled = 0
         """`skipped_bytes` when the last backfill began: a new one waits for more skipping."""
         self._posted_size: tuple[int, int] | None = None
@@ -209,6 +213,7 @@ class RankPane(Widget, can_focus=True):
     def feed(self, data: bytes) -> None:
         """Queue output of the rank; it is emulated and drawn on the next frames."""
         self._screen.feed(data)
+        self._fed_at = monotonic()
         if self._resting:
             self._wake()
 
@@ -373,9 +378,15 @@ class RankPane(Widget, can_focus=True):
         if not flooding or not screen.pending or due:
             self._painted = now
             self._refresh_dirty()
-        if shown and screen.pending <= self.STEP:  # the flood is over (or never was)
-            self._backfill_step(now)
-        if not screen.pending and self._backfill is None and self._frames is not None:
+        owed = self.source is not None and screen.skipped_bytes > self._backfilled
+        if shown and (owed or self._backfill is not None) and now - self._fed_at > self.BACKFILL_QUIET:
+            self._backfill_step(now)  # the flood is over
+        if (
+            not screen.pending
+            and not (owed and shown)
+            and self._backfill is None
+            and self._frames is not None
+        ):
             self._resting = True  # nothing to do until output comes: an idle pane costs no CPU
             self._frames.pause()
 
@@ -384,7 +395,7 @@ class RankPane(Widget, can_focus=True):
         take its scrollback once its screen is exactly the live one (see `Backfill`)."""
         screen = self._screen
         if self._backfill is None:
-            if self.source is None or screen.skipped_bytes <= self._backfilled or screen.pending:
+            if self.source is None or screen.pending:
                 return
             self._backfilled = screen.skipped_bytes
             self._backfill = Backfill(self.source, screen.columns, screen.lines, self.history)
