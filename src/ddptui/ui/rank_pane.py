@@ -7,7 +7,6 @@ from time import monotonic
 from typing import ClassVar
 
 from rich.cells import cell_len
-from rich.color import Color, ColorParseError
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -21,61 +20,7 @@ from textual.widget import Widget
 from ddptui.term.backfill import Backfill, Output
 from ddptui.term.keys import key_to_bytes
 from ddptui.term.screen import Attr, Run, TermScreen
-
-_PYTE_COLOURS = {
-    "black": "black",
-    "red": "red",
-    "green": "green",
-    "brown": "yellow",
-    "blue": "blue",
-    "magenta": "magenta",
-    "cyan": "cyan",
-    "white": "white",
-    "brightblack": "bright_black",
-    "brightred": "bright_red",
-    "brightgreen": "bright_green",
-    "brightbrown": "bright_yellow",
-    "brightblue": "bright_blue",
-    "brightmagenta": "bright_magenta",
-    "bfightmagenta": "bright_magenta",  # pyte 0.8.2's name for `CSI 105 m`
-    "brightcyan": "bright_cyan",
-    "brightwhite": "bright_white",
-}
-"""pyte's colour names (yellow is "brown") to rich's."""
-
-
-def pyte_colour(name: str) -> Color | None:
-    """A rich colour for a pyte colour name or "rrggbb"; None for "default" or garbage."""
-    if name in _PYTE_COLOURS:
-        return Color.parse(_PYTE_COLOURS[name])
-    if len(name) == 6:
-        try:
-            return Color.parse("#" + name)
-        except ColorParseError:
-            return None
-    return None
-
-
-def attr_style(attr: Attr) -> Style:
-    """The rich style of an `Attr`; default colours stay unset so the widget's colours show."""
-    return Style(
-        color=pyte_colour(attr.fg),
-        bgcolor=pyte_colour(attr.bg),
-        bold=attr.bold or None,
-        italic=attr.italics or None,
-        underline=attr.underscore or None,
-        strike=attr.strikethrough or None,
-        reverse=attr.reverse or None,
-        blink=attr.blink or None,
-    )
-
-
-def _reverse_cell(strip: Strip) -> Strip:
-    """The strip with reverse video toggled: how the cursor is drawn."""
-    return Strip(
-        Segment(text, (style or Style()) + Style(reverse=not (style and style.reverse)))
-        for text, style, _ in strip
-    )
+from ddptui.ui.cell_style import attr_style, reverse_cell
 
 
 class RankPane(Widget, can_focus=True):
@@ -329,7 +274,7 @@ class RankPane(Widget, can_focus=True):
         cursor = self._screen.cursor
         if y == cursor.y and cursor.x < width and self._shows_cursor():
             left, cell, right = strip.divide([cursor.x, cursor.x + 1, width])
-            strip = Strip.join([left, _reverse_cell(cell), right])
+            strip = Strip.join([left, reverse_cell(cell), right])
         return strip
 
     def _strip(self, runs: list[Run], width: int) -> Strip:
