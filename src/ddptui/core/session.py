@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import secrets
 import shutil
@@ -22,6 +21,7 @@ from ddptui.core.linked import LinkedRank
 from ddptui.core.local import LocalJob, LocalRank, SpawnError
 from ddptui.core.logs import SessionLog
 from ddptui.core.rank import Rank
+from ddptui.core.reports import keep_reports
 from ddptui.core.rootcause import ROOT, Failure, tags
 from ddptui.core.stalls import IDLE_WINDOW, StallWatch
 from ddptui.core.state import Phase, RankState
@@ -52,17 +52,6 @@ class Broadcast:
     replies: list[Answer] = field(default_factory=list)
     skipped: dict[int, str] = field(default_factory=dict)
     """Targeted ranks that were not at a prompt, with their state in words."""
-
-
-def error_file(rank: Rank) -> bytes:
-    """A torchrun error file (`TORCHELASTIC_ERROR_FILE`, as `@record` writes it) for a failed rank."""
-    crash, state = rank.state.crash, rank.state
-    message = f"{crash.type}: {crash.message}" if crash else state.describe()
-    stack = "".join(f'  File "{f.file}", line {f.line}, in {f.func}\n' for f in rank.crash_frames)
-    callstack = f"Traceback (most recent call last):\n{stack}{message}\n" if stack else message
-    when = int(time.time() - (time.monotonic() - (rank.failed_at or time.monotonic())))
-    info = {"py_callstack": callstack, "timestamp": str(when)}
-    return json.dumps({"message": {"message": message, "extraInfo": info}}, indent=2).encode()
 
 
 def _resolve(waiter: asyncio.Future[None]) -> None:
@@ -582,26 +571,10 @@ class Session:
             for transport in self._job.ranks:
                 transport.close()
 
-    def _keep_reports(self) -> None:
-        """Into --log-dir: torchrun-style `error-N.json` per failed rank, each rank's collective log
-        as JSON, and the Flight Recorder dumps the ranks left (torchfrtrace reads `fr_trace_rank_N`)."""
-        log = self._log
-        if log is None:
-            return
-        for rank in self.ranks:
-            if rank.failed_at is not None:
-                log.keep(f"error-{rank.index}.json", error_file(rank))
-            if records := self.verdicts.raw.get(rank.index):
-                log.keep(f"collectives-{rank.index}.json", json.dumps(records).encode())
-        with contextlib.suppress(OSError):
-            for name in sorted(os.listdir(self._dir)):
-                if name.startswith("fr_trace_rank_"):
-                    with open(os.path.join(self._dir, name), "rb") as trace:
-                        log.keep(name, trace.read())
-
     def _release(self) -> None:
         """Stop the watchdog, keep the reports, remove the session's files, close the logs (blocking)."""
-        self._keep_reports()
+        if self._log is not None:
+            keep_reports(self._log, self.ranks, self.verdicts.raw, self._dir)
         if self._job is not None:
             self._job.release()
             self._job = None
