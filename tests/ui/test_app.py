@@ -74,8 +74,7 @@ async def test_typing_in_a_pane_goes_to_that_rank_only(app: DdptuiApp) -> None:
     async with app.run_test(size=(160, 40)) as pilot:
         await until(pilot, lambda: all_paused(app))
         await pilot.press("f4")  # focus rank 1
-        await pilot.pause()
-        assert isinstance(app.focused, RankPane) and app.focused.rank == 1
+        await until(pilot, lambda: isinstance(app.focused, RankPane) and app.focused.rank == 1)
         await pilot.press(*"p rank * 7", "enter")
         await until(pilot, lambda: "7" in screen_text(app, 1).splitlines())
         assert "p rank * 7" not in screen_text(app, 0)
@@ -182,9 +181,10 @@ async def test_more_ranks_than_fit_are_paged() -> None:
         assert shown == list(range(8))
         for _ in range(8):
             await pilot.press("f4")
-        await pilot.pause()
-        assert application.focused is application.query_one("#rank-8", RankPane)
-        assert [pane.rank for pane in application.query(RankPane) if pane.display] == [8, 9]
+        await until(pilot, lambda: application.focused is application.query_one("#rank-8", RankPane))
+        await until(
+            pilot, lambda: [pane.rank for pane in application.query(RankPane) if pane.display] == [8, 9]
+        )
         await until(pilot, lambda: "(Pdb r8)" in screen_text(application, 8))
         application.session.kill_now()
 
