@@ -17,15 +17,16 @@ from ddptui.core.channel import Connection
 from ddptui.core.local import tree_usage
 from ddptui.core.state import NO_STATUS
 from ddptui.core.transport import RankTransport, RequestError
-from ddptui.rank.protocol import Exited, Frame, Hello, Input, Message, Output, ProtocolError, Reply, Resize
+from ddptui.rank.protocol import Exited, Frame, Hello, Input, Message, Output, ProtocolError, Resize
 
 
 class LinkedRank(RankTransport):
     """A rank whose terminal, requests and exit all travel over its link."""
 
+    UNLINKED = "the rank has not connected to ddptui yet"
+
     def __init__(self) -> None:
         super().__init__()
-        self.connection: Connection | None = None
         self.process: psutil.Process | None = None
         """The process at the other end of the link (the kernel's word for it), for CPU sampling."""
         self.usage: tuple[float, bool] | None = None
@@ -71,11 +72,6 @@ class LinkedRank(RankTransport):
             self._exited(NO_STATUS)
 
     @property
-    def linked(self) -> bool:
-        """True once the rank's process connected (and ever after)."""
-        return self.connection is not None
-
-    @property
     def remote(self) -> bool:
         """True for a rank that connected over TCP (`ddptui listen`): ddptui cannot signal it."""
         return self.connection is not None and self.connection.peer_pid == 0
@@ -95,15 +91,6 @@ class LinkedRank(RankTransport):
         self._size = (columns, lines)
         if self.connection is not None and not self._closed:
             self.connection.send(Resize(columns, lines))
-
-    async def request(self, kind: str, args: dict[str, object], timeout: float) -> Reply:
-        """Ask the rank over its link."""
-        if self.connection is None:
-            raise RequestError("the rank has not connected to ddptui yet")
-        try:
-            return await self.connection.request(kind, args, timeout)
-        except (TimeoutError, ConnectionError) as exc:
-            raise RequestError(str(exc) or "no reply in time") from None
 
     async def stack_dump(self) -> str:
         """The main thread's stack from the rank's own `stack` answer, in faulthandler's layout."""

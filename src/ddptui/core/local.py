@@ -25,8 +25,8 @@ import psutil
 from ptyprocess import PtyProcess
 
 from ddptui.core.channel import Connection
-from ddptui.core.transport import RankTransport, RequestError
-from ddptui.rank.protocol import STATE_DIR_ENV, Message, Reply
+from ddptui.core.transport import RankTransport
+from ddptui.rank.protocol import STATE_DIR_ENV, Message
 
 READ_CAP = 1 << 14
 """Bytes read from one pty per wake-up at most, so flooding ranks cannot starve the loop: a key
@@ -62,7 +62,6 @@ class LocalRank(RankTransport):
         self.pid: int = self._pty.pid
         self.process = psutil.Process(self.pid)
         """The rank's process, pinned by its start time: never mistaken for a later owner of the pid."""
-        self.connection: Connection | None = None
         self.dump_path = ""
         """Where faulthandler writes this rank's stack on SIGUSR1."""
         self.usage: tuple[float, bool] | None = None
@@ -84,20 +83,6 @@ class LocalRank(RankTransport):
     def _event(self, message: Message) -> None:
         """Hand an event from the link to the owning `Rank`."""
         self.on_message(message)
-
-    @property
-    def linked(self) -> bool:
-        """True once the rank's link said hello."""
-        return self.connection is not None
-
-    async def request(self, kind: str, args: dict[str, object], timeout: float) -> Reply:
-        """Ask the rank over its link."""
-        if self.connection is None:
-            raise RequestError("the rank has no ddptui link (not started yet, or not a ddptui rank)")
-        try:
-            return await self.connection.request(kind, args, timeout)
-        except (TimeoutError, ConnectionError) as exc:
-            raise RequestError(str(exc) or "no reply in time") from None
 
     # -- the terminal -------------------------------------------------------------------------
     @property

@@ -11,6 +11,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable
 
+from ddptui.core.channel import Connection
 from ddptui.rank.protocol import Identity, Message, Reply
 
 
@@ -30,6 +31,8 @@ class RankTransport(abc.ABC):
         """Called once with the exit status (negative: killed by that signal)."""
         self.identity: Identity | None = None
         """Who the rank said it is, once its link said hello."""
+        self.connection: Connection | None = None
+        """The rank's authenticated link, once it said hello."""
 
     @abc.abstractmethod
     def write(self, data: bytes) -> None:
@@ -39,9 +42,17 @@ class RankTransport(abc.ABC):
     def resize(self, columns: int, lines: int) -> None:
         """Set the rank's terminal size."""
 
-    @abc.abstractmethod
+    UNLINKED = "the rank has no ddptui link (not started yet, or not a ddptui rank)"
+    """Why a request fails before the rank's link said hello."""
+
     async def request(self, kind: str, args: dict[str, object], timeout: float) -> Reply:
         """Ask the rank something over its link; raise RequestError when it cannot answer."""
+        if self.connection is None:
+            raise RequestError(self.UNLINKED)
+        try:
+            return await self.connection.request(kind, args, timeout)
+        except (TimeoutError, ConnectionError) as exc:
+            raise RequestError(str(exc) or "no reply in time") from None
 
     @abc.abstractmethod
     async def stack_dump(self) -> str:
@@ -55,9 +66,9 @@ class RankTransport(abc.ABC):
         """
 
     @property
-    @abc.abstractmethod
     def linked(self) -> bool:
         """True once the rank's link said hello (requests and dumps can be served)."""
+        return self.connection is not None
 
     @property
     @abc.abstractmethod
