@@ -10,7 +10,7 @@ from textual.app import App, ComposeResult
 
 import ddptui.ui
 from ddptui.core.output import OutputLog
-from ddptui.term.backfill import window_start
+from ddptui.term.backfill import window
 from ddptui.term.screen import TermScreen
 from ddptui.ui.rank_pane import RankPane
 
@@ -75,8 +75,9 @@ def test_the_window_starts_at_a_line_far_enough_back() -> None:
     output = OutputLog(cap=4096)
     output.append(b"".join(b"line %d\n" % i for i in range(2000)))  # keeps the tail, cut mid-line
     assert output.start > 0
-    start = window_start(output, 10)
+    start, data = window(output, 10)
+    assert bytes(data) == output.since(start)
     assert output.since(start).count(b"\n") == 10 and output.since(start - 1)[:1] == b"\n"
-    start = window_start(output, 10_000)  # more than kept: the first whole line kept
+    start, data = window(output, 10_000)  # more than kept: the first whole line kept
     first = output.since(output.start)
-    assert start == output.start + first.find(b"\n") + 1
+    assert start == output.start + first.find(b"\n") + 1 and bytes(data) == output.since(start)

@@ -83,10 +83,8 @@ class Session:
         self._arrived_at: float | None = None
         self.address: tuple[str, int] | None = None
         """`ddptui listen`: the TCP address ranks connect to."""
-        self.listen_line = ""
-        """`ddptui listen`: the shell line that makes a job's ranks connect here."""
         self.listen_exports: list[str] = []
-        """`ddptui listen`: the `NAME=value` words of that line."""
+        """`ddptui listen`: the `NAME=value` words that make a job's ranks connect here."""
         self.notices: list[str] = []
         self.port = 0
         self.outstanding: frozenset[int] = frozenset()
@@ -113,6 +111,11 @@ class Session:
         self._log: SessionLog | None = None
         self._explained = False
         self._reports: list[asyncio.Future[None]] = []
+
+    @property
+    def listen_line(self) -> str:
+        """`ddptui listen`: the shell line for the job's environment (empty otherwise)."""
+        return "export " + " ".join(self.listen_exports) if self.listen_exports else ""
 
     @property
     def state_dir(self) -> str:
@@ -201,7 +204,6 @@ class Session:
         if self.spec.nproc:
             self._world(self.spec.nproc)
         self.listen_exports = wrap.listen_assignments(self.address, token, self.spec)
-        self.listen_line = "export " + " ".join(self.listen_exports)
         if self.spec.env_file:
             try:
                 wrap.write_private(self.spec.env_file, self.listen_line + "\n")

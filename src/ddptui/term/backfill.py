@@ -35,9 +35,10 @@ class Output(Protocol):
         """The bytes from `offset` on."""
 
 
-def window_start(output: Output, rows: int) -> int:
-    """Where to start so that at least `rows` lines end up on screen and in the scrollback: after
-    the newline `rows` newlines back from the end (at most WINDOW bytes back), at a line's start."""
+def window(output: Output, rows: int) -> tuple[int, memoryview]:
+    """Where to start so that at least `rows` lines end up on screen and in the scrollback (after
+    the newline `rows` newlines back from the end, at most WINDOW bytes back, at a line's start),
+    and the bytes from there on (read once: they can be megabytes)."""
     start = max(output.start, output.end - WINDOW)
     data = output.since(start)
     cut = len(data)
@@ -46,11 +47,12 @@ def window_start(output: Output, rows: int) -> int:
         if cut < 0:
             break
     if cut >= 0:
-        return start + cut + 1
-    if start > 0:  # older bytes were dropped (or are out of the window): start at a line
-        newline = data.find(b"\n")
-        return start + newline + 1 if newline >= 0 else output.end
-    return start
+        cut += 1
+    elif start > 0:  # older bytes were dropped (or are out of the window): start at a line
+        cut = data.find(b"\n") + 1 or len(data)
+    else:
+        cut = 0
+    return start + cut, memoryview(data)[cut:]
 
 
 class Backfill:
@@ -58,8 +60,10 @@ class Backfill:
 
     def __init__(self, output: Output, columns: int, lines: int, history: int) -> None:
         self._output = output
-        self._offset = window_start(output, history + lines)
         self.screen = TermScreen(columns, lines, history, max_pending=2 * WINDOW, keep=2 * WINDOW)
+        start, data = window(output, history + lines)
+        self.screen.feed(data)
+        self._offset = start + len(data)
         self.failed = False
         """True once the window cannot be caught up (the core dropped bytes not yet emulated)."""
 

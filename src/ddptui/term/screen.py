@@ -141,7 +141,7 @@ class TermScreen:
         """Scrollback plus screen lines."""
         return len(self._screen.history) + self.lines
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes | memoryview) -> None:
         """Queue bytes from the rank's pty; no emulation happens here."""
         self._pending += data
         if len(self._pending) > self._max_pending:
