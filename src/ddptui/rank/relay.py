@@ -89,13 +89,10 @@ class Relay:
         with contextlib.suppress(OSError):
             os.write(self._saved[2], text.encode(errors="replace"))
 
-    def detach(self) -> None:
-        """ddptui is gone: what the terminal still gets goes to the process's own stdout from now on."""
-        self._detached = True
-
     def restore(self) -> None:
-        """Give the process back the stdin, stdout and stderr it had before (ddptui is gone)."""
-        self.detach()
+        """Give the process back the stdin, stdout and stderr it had before (ddptui is gone); what
+        the relayed terminal still gets goes to that stdout too."""
+        self._detached = True
         _flush_stdio()
         for fd, saved in enumerate(self._saved):
             if saved >= 0:
