@@ -156,6 +156,12 @@ def test_deadlock_same_seq_different_ops() -> None:
         "deadlock: ranks 0,2-3 wait in #5 all_reduce (train.py:7); rank 1 waits in #5 barrier (train.py:16)"
     ]
     assert diagnose(logs, statuses)[0].suspects == frozenset({1})
+    # before the stall watch calls them waiting, the ranks still in those ops make no verdict yet:
+    # said then, a mismatch would come before the deadlock it is part of
+    running = {r: RankStatus("running") for r in range(4)}
+    assert verdict_lines(logs, running) == []
+    logs[1][-1] = rec(5, "barrier", None, line=16, state="failed")  # once out of it, it is a mismatch
+    assert [line.split(":")[0] for line in verdict_lines(logs, running)] == ["mismatch"]
 
 
 def test_mismatch_of_shapes() -> None:

@@ -208,8 +208,11 @@ def diagnose(
                 skips += group.hang_skips(verdict, explained)
         deadlocks = group.deadlocks()
         locked = {verdict.seq for verdict in deadlocks}
-        # Ranks waiting in different ops differ there too: the deadlock already says so.
-        skips = [v for v in skips if not (v.kind == "mismatch" and v.seq in locked)]
+        # Ranks waiting in different ops differ there too: the deadlock already says so; and while
+        # every rank is still inside such ops, it is a deadlock in the making, not yet a mismatch.
+        skips = [
+            v for v in skips if not (v.kind == "mismatch" and (v.seq in locked or group.ops_in_flight(v.seq)))
+        ]
         verdicts += hangs + deadlocks + skips
     return verdicts
 
@@ -382,6 +385,11 @@ class _Group:
                 suspects = frozenset(rank for ranks in groups[1:] for rank in ranks)
                 verdicts.append(Verdict("deadlock", text, self.pg, seq, suspects))
         return verdicts
+
+    def ops_in_flight(self, seq: int) -> bool:
+        """True when ranks issued different ops as collective `seq` and none has returned from it."""
+        records = [seqs[seq] for seqs in self.seqs.values() if seq in seqs]
+        return len({record.op for record in records}) > 1 and all(record.pending for record in records)
 
     # -- the first collective whose op, shapes or dtypes differ ----------------------------------
 
