@@ -23,7 +23,8 @@ class Started:
         self.seen: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
         while sum(len(tagged_ranks(line.split("] ")[0] + "]")) for line in self.seen) < ready_lines:
-            self._take(timeout=60)
+            if not self._take(timeout=60):
+                raise AssertionError(f"ddptui ended before its ranks were ready: {self._ended()}")
 
     def _read(self) -> None:
         """Collect stdout until it closes."""
@@ -37,10 +38,17 @@ class Started:
         try:
             line = self.lines.get(timeout=timeout)
         except queue.Empty:
-            raise AssertionError(f"ddptui printed nothing for {timeout} s") from None
+            raise AssertionError(f"ddptui printed nothing for {timeout} s; {self._ended()}") from None
         if line is not None:
             self.seen.append(line)
         return line is not None
+
+    def _ended(self) -> str:
+        """What the test can learn about a stuck or gone ddptui: its status and its stderr."""
+        status = self.proc.poll()
+        if status is None or self.proc.stderr is None:
+            return f"still running; printed so far: {self.seen!r:.500}"
+        return f"exited {status}; stderr: {self.proc.stderr.read()!r:.1000}"
 
     def output(self, stdin: str = "") -> str:
         """Send the rest of stdin, then everything ddptui printed until it exited."""
