@@ -21,13 +21,17 @@ from ddptui.rank.protocol import Hello, Message, ProtocolError, Reply, Request
 
 HELLO_TIMEOUT = 10.0
 """Seconds a new connection has to say hello before it is dropped."""
+RECV_SIZE = 1 << 16
+"""Bytes one receive may fill: asyncio's plain protocols allocate 256 KiB for every receive, a
+cost paid once per rank per lockstep step."""
 
 
-class Connection(asyncio.Protocol):
+class Connection(asyncio.BufferedProtocol):
     """One rank's link: lines in, decoded and checked; requests out, replies matched by id."""
 
     def __init__(self, server: ChannelServer) -> None:
         self._server = server
+        self._recv = memoryview(bytearray(RECV_SIZE))
         self._buffer = bytearray()
         self._transport: asyncio.Transport | None = None
         self._sink: Callable[[Message], None] | None = None
@@ -58,10 +62,15 @@ class Connection(asyncio.Protocol):
         self._server.connections.add(self)
         self._timer = asyncio.get_running_loop().call_later(HELLO_TIMEOUT, self._no_hello)
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        """The one receive buffer, reused for every receive."""
+        return self._recv
+
+    def buffer_updated(self, nbytes: int) -> None:
         """Handle every complete line; drop the connection if a line grows past MAX_LINE."""
-        self._buffer += data
-        if b"\n" not in data:
+        searched = len(self._buffer)
+        self._buffer += self._recv[:nbytes]
+        if self._buffer.find(b"\n", searched) < 0:
             if len(self._buffer) > protocol.MAX_LINE:
                 self._refuse("a line longer than 1 MiB")
             return

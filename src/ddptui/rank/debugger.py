@@ -14,8 +14,6 @@ from ddptui.rank.link import link
 from ddptui.rank.protocol import RANK_ENV, Frame, Paused, is_library
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-HIDDEN_MODULES = ["runpy", "ddptui.rank", "ddptui.rank.*"]
-"""Module globs pdb never stops in: the launcher's frames are not the user's code."""
 
 _ORIGINAL_PDB = pdb.Pdb
 
@@ -66,10 +64,37 @@ def rank_number() -> int:
     return int(value) if value.isdigit() else 0
 
 
+_hidden_files: dict[str, bool] = {}
+
+
 def is_hidden(frame: types.FrameType) -> bool:
-    """True for frames of runpy and of ddptui's rank bootstrap, which `where` should not show."""
+    """True for frames of runpy and of ddptui's rank bootstrap, which `where` should not show.
+
+    Asked on every line event while stepping: the answer is kept per file.
+    """
     filename = frame.f_code.co_filename
-    return filename.startswith(("<frozen runpy", _PACKAGE_DIR)) or os.path.basename(filename) == "runpy.py"
+    hidden = _hidden_files.get(filename)
+    if hidden is None:
+        hidden = (
+            filename.startswith(("<frozen runpy", _PACKAGE_DIR)) or os.path.basename(filename) == "runpy.py"
+        )
+        _hidden_files[filename] = hidden
+    return hidden
+
+
+_user_top: types.FrameType | None = None
+"""The outermost frame of the user's code, under the launcher's frames (found at the first stop)."""
+
+
+def find_user_top(stack: list[tuple[types.FrameType, int]]) -> None:
+    """Remember the outermost user frame of a whole stack (outermost first) whose top is the launcher."""
+    global _user_top
+    if not stack or stack[0][0].f_back is not None or not is_hidden(stack[0][0]):
+        return
+    for frame, _ in stack:
+        if not is_hidden(frame):
+            _user_top = frame
+            return
 
 
 def trim_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
@@ -90,7 +115,6 @@ class RankPdb(_ORIGINAL_PDB):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         """Create the debugger; the prompt must be set per instance (pdb's __init__ overwrites it)."""
-        kwargs.setdefault("skip", HIDDEN_MODULES)
         super().__init__(*args, **kwargs)
         self.prompt = f"(Pdb r{rank_number()}) "
         self.post_mortem = False
@@ -138,6 +162,23 @@ class RankPdb(_ORIGINAL_PDB):
         """Print a message, except torch's advice to go `up`: ddptui already stops at the caller."""
         if "to get to the frame that called dist.breakpoint" not in msg:
             super().message(msg)
+
+    def get_stack(self, f: types.FrameType | None, t: types.TracebackType | None) -> tuple[list[Any], int]:
+        """The stack up to the user's outermost frame.
+
+        The launcher's frames above it are never shown, and walking them on every stop (working
+        out each one's line number) cost about as much as the rest of a step.
+        """
+        outermost = self.botframe is None or self.botframe.f_back is None
+        if _user_top is None or f is None or not outermost:
+            stack, index = super().get_stack(f, t)
+            find_user_top(stack)
+            return stack, index
+        saved, self.botframe = self.botframe, _user_top
+        try:
+            return super().get_stack(f, t)
+        finally:
+            self.botframe = saved
 
     def setup(self, f: types.FrameType | None, tb: types.TracebackType | None) -> None:
         """Set up the stack without ddptui's and runpy's outermost frames.
