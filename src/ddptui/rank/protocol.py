@@ -137,6 +137,12 @@ def _fields(cls: type[Message]) -> tuple[tuple[str, str, bool], ...]:
     return found
 
 
+@functools.lru_cache(maxsize=1024)
+def _quoted(text: str) -> str:
+    """A string as a JSON literal (files and functions repeat from step to step)."""
+    return json.dumps(text)
+
+
 def _to_json(value: Any) -> Any:
     """Frames and identities in their wire form; everything else as it is."""
     if isinstance(value, Frame):
@@ -166,6 +172,15 @@ class Paused(Message):
     frame: Frame
     post_mortem: bool = False
     depth: int = 0
+
+    def encode(self) -> bytes:
+        """The line `Message.encode` makes, formatted directly: a rank sends one every step, with
+        its caches cold, and building it through `json.dumps` cost a quarter of a RankPdb step."""
+        frame = self.frame
+        return (
+            f'{{"k":"paused","frame":[{_quoted(frame.file)},{frame.line or 0:d},{_quoted(frame.func)}],'
+            f'"post_mortem":{"true" if self.post_mortem else "false"},"depth":{self.depth:d}}}\n'
+        ).encode()
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,22 @@
+"""The wire form of messages: the hand-formatted `Paused` line is the generic one."""
+
+from __future__ import annotations
+
+import pytest
+
+from ddptui.rank.protocol import Frame, Message, Paused, decode
+
+
+@pytest.mark.parametrize(
+    "paused",
+    [
+        Paused(Frame("/tmp/train.py", 12, "<module>")),
+        Paused(Frame('/tmp/a "quoted"\\ path\n/é ☃.py', 0, "f\x00g"), post_mortem=True, depth=7),
+        Paused(Frame("", 10**9, ""), depth=0),
+    ],
+)
+def test_paused_line_is_the_generic_line(paused: Paused) -> None:
+    """Same bytes as `Message.encode`, and it decodes back to the same message."""
+    line = paused.encode()
+    assert line == Message.encode(paused)
+    assert decode(line.rstrip(b"\n")) == paused
