@@ -53,6 +53,8 @@ class Rank:
         self.fatal_dump: Callable[[], str | None] = lambda: None
         """Where the rank died of a fatal signal, asked when it is killed by one."""
         self._on_change = on_change
+        self._prompt_seen: tuple[int, int, bool] = (-1, -1, False)
+        """`prompt_shown`'s last answer, with the output end and input mark it was given for."""
         transport.on_message = self.on_message
         transport.on_exit = self.on_exit
 
@@ -67,7 +69,7 @@ class Rank:
 
     def _set(self, state: RankState) -> None:
         """Replace the state and tell the session (only when it changed)."""
-        if state == self.state:
+        if state.phase is self.state.phase and state == self.state:
             return
         if self.failed_at is None and failed(state):
             self.failed_at = time.monotonic()
@@ -146,8 +148,18 @@ class Rank:
         """True when the terminal's last text is this rank's prompt, printed after the last input.
 
         The side channel says `paused` before the pty's bytes are necessarily read: the prompt
-        on screen is what says the command's output is all in.
+        on screen is what says the command's output is all in. Asked again and again while a
+        broadcast waits: the answer is kept until output or input moves on.
         """
+        end, mark, shown = self._prompt_seen
+        if end == self.output.end and mark == self.input_mark:
+            return shown
+        shown = self._prompt_at_end()
+        self._prompt_seen = (self.output.end, self.input_mark, shown)
+        return shown
+
+    def _prompt_at_end(self) -> bool:
+        """True when the output since the last input ends with the prompt (escape sequences aside)."""
         tail = self.output.since(max(self.input_mark, self.output.end - 256))
         if tail.endswith(self.prompt):
             return True

@@ -89,6 +89,9 @@ class Session:
         self.port = 0
         self.outstanding: frozenset[int] = frozenset()
         """Ranks the broadcast in flight still waits for."""
+        self._touched: set[int] = set()
+        """Ranks whose output or state changed since a broadcast last looked: only those can be back."""
+        self._looked_at_all = 0.0
         self.in_flight_command = ""
         """The command being broadcast, or empty."""
         self.groups: dict[str, frozenset[int]] = {}
@@ -302,12 +305,14 @@ class Session:
     def _output(self, rank: Rank, data: bytes) -> None:
         """Record a rank's output and hand it to the front ends."""
         rank.received(data)
+        self._touched.add(rank.index)
         for callback in self.on_output:
             callback(rank.index, data)
         self._notify()
 
     def _state_changed(self, rank: Rank) -> None:
         """Tell the front ends, wake the waiters; a rank found waiting or gone gets its collectives read."""
+        self._touched.add(rank.index)
         for callback in self.on_state:
             callback(rank.index, rank.state)
         if (rank.state.phase is Phase.WAITING or not rank.state.alive) and not self._closing:
@@ -464,8 +469,19 @@ class Session:
             await asyncio.gather(*(self._stalls.mark_waiting(rank) for rank in waiting))
 
     def _still_out(self, start: dict[int, tuple[int, int]]) -> frozenset[int]:
-        """The ranks of a broadcast that have not come back yet (kept in `outstanding`)."""
-        back = {i for i in self.outstanding if self._returned(self.ranks[i], start[i][1])}
+        """The ranks of a broadcast that have not come back yet (kept in `outstanding`).
+
+        Only ranks that printed or changed state since the last look are looked at (once a tick,
+        all of them: a prompt can become overdue without a sound), so an event costs the same
+        whatever the number of ranks.
+        """
+        now = time.monotonic()
+        if now - self._looked_at_all >= TICK:
+            self._looked_at_all, candidates = now, self.outstanding
+        else:
+            candidates = self.outstanding & self._touched
+        self._touched.clear()
+        back = {i for i in candidates if self._returned(self.ranks[i], start[i][1])}
         if back:
             self.outstanding -= back
         return self.outstanding
