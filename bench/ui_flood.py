@@ -97,6 +97,7 @@ from textual.screen import Screen
 
 from ddptui.core.launch import LaunchSpec
 from ddptui.core.local import LocalRank
+from ddptui.core.pump import Pump
 from ddptui.core.session import Session
 from ddptui.ui.app import DdptuiApp, grid_shape
 from ddptui.ui.command_bar import CommandBar
@@ -378,6 +379,7 @@ class LoopTimes:
         "  of which layouts": (Screen, "_refresh_layout"),
         "pane emulation (_frame)": (RankPane, "_frame"),
         "core pty reads (_drain)": (LocalRank, "_drain"),
+        "core ring takes (Pump._woken)": (Pump, "_woken"),
     }
     ENCODING = "  of which terminal encoding"
     """Not patched: timed by `encode_frames` (inside the compositor's screen update)."""
@@ -498,8 +500,10 @@ async def flood_ddptui(
     encode_frames(app, probe, loop_times)
     typist = Typist(keyboard.send, probe)
     side.idle_ms = await asyncio.to_thread(typist.idle, IDLE_TYPING)
-    clock = CpuClock(self_cpu)
+    pump = pump_cpu(app) or (lambda: 0.0)
+    clock, pump_clock = CpuClock(lambda: self_cpu() + pump()), CpuClock(pump)
     clock.start()
+    pump_clock.start()
     probe.drawn, keyboard.handled = 0, []
     loop_times.reset()
     (results / "go").touch()
@@ -507,6 +511,10 @@ async def flood_ddptui(
     await poll(lambda: count(results, "done") == args.ranks, 600, "ranks to finish writing")
     await settle_ddptui(app, side_bytes(args), side)
     clock.stop(side)
+    pumped = Side("pump")
+    pump_clock.stop(pumped)
+    if pump_cpu(app) is not None:
+        side.notes.append(f"UI CPU includes the pty pump process: {pumped.cpu:.2f} s")
     loop_times.counting = False
     side.drawn, side.handled_ms = probe.drawn, keyboard.handled
     side.screen_ms, side.lost = await asyncio.to_thread(typist.finish)
@@ -532,7 +540,9 @@ async def run_ddptui_app(script: Path, results: Path, args: argparse.Namespace) 
     """Run the flood under the headless app; end it and check no rank survives."""
     side = Side("ddptui")
     env = {"UI_FLOOD_DIR": str(results), "UI_FLOOD_BYTES": str(side_bytes(args))}
-    app = DdptuiApp(Session(LaunchSpec(target=str(script), nproc=args.ranks, stall_timeout=60, env=env)))
+    pump = False if args.no_pump else None  # None: the app's choice
+    spec = LaunchSpec(target=str(script), nproc=args.ranks, stall_timeout=60, env=env, pump=pump)
+    app = DdptuiApp(Session(spec))
     try:
         with LoopTimes() as side.loop:  # before the app starts: timers and readers bind methods
             async with app.run_test(size=SIZE):
@@ -641,6 +651,15 @@ class TmuxClient:
         if self.proc.isalive():
             self.proc.terminate(force=True)
         self._thread.join(2)
+
+
+def pump_cpu(app: DdptuiApp) -> Callable[[], float] | None:
+    """How to read the CPU seconds of the session's pty pump process (None: no pump)."""
+    job = app.session._job
+    if job is None or job.pump is None:
+        return None
+    process = psutil.Process(job.pump.process.pid)
+    return lambda: process_cpu(process)
 
 
 def process_cpu(process: psutil.Process) -> float:
@@ -835,6 +854,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--ranks", type=int, default=8, help="rank count (8)")
     parser.add_argument("--rounds", type=int, default=1, help="alternating ddptui/tmux rounds, pooled (1)")
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="cProfile the ddptui side")
+    parser.add_argument(
+        "--no-pump",
+        action="store_true",
+        help="read the ranks' ptys on the app's loop, not in the pump process (the old way, for comparison)",
+    )
     parser.add_argument(
         "--json",
         action="store_true",

@@ -52,6 +52,10 @@ class LaunchSpec:
     """`ddptui listen`: what a rank does when ddptui hangs up, `continue` undebugged or `exit`."""
     env_file: str | None = None
     """`ddptui listen`: a file to write the job's environment line to (0600)."""
+    pump: bool | None = None
+    """Drain the ranks' ptys in a pump process (`ddptui.core.pump`) instead of on the event loop.
+    None: the front end decides; the app turns it on (a flood then costs its loop one wake-up
+    per pass), batch runs do without the extra hop."""
 
     def argv(self) -> list[str]:
         """The command line of one rank process."""

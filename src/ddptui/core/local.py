@@ -25,6 +25,7 @@ import psutil
 from ptyprocess import PtyProcess
 
 from ddptui.core.channel import Connection
+from ddptui.core.pump import CLOSED, FLUSHED, Pump, Ring
 from ddptui.core.transport import RankTransport
 from ddptui.rank.protocol import STATE_DIR_ENV, Message
 
@@ -35,6 +36,14 @@ of ms; at 16 KiB bench/ui_flood.py's key p99 went from ~250 to ~95 ms, ranks sti
 about as fast as under tmux)."""
 PTY_CHUNK = 4095
 """The most a Linux pty returns per read: a shorter read means it is drained."""
+TAKE_CAP = 1 << 13
+"""Bytes taken from one rank's ring per pump wake-up at most. The copy is cheap; what the UI does
+with the bytes is not (a pane's skip-ahead emulates inside `feed`). In bench/ui_flood.py (8 ranks,
+8 MiB each) 8 KiB gave key p99 48-105 ms (median of 6 runs 58) and 16 KiB 56-77 ms, 64 KiB
+111-154 ms: ranks a full ring holds back (`RING_SIZE`) drained faster than under tmux with each."""
+EXIT_FLUSH = 2.0
+"""Seconds an exited rank waits for the pump to drain its pty (a child of the rank may hold the
+terminal open, and write, forever)."""
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -51,7 +60,15 @@ def become_subreaper() -> None:
 class LocalRank(RankTransport):
     """A rank process in a pty of its own, with its link once it says hello."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], cwd: str | None, size: tuple[int, int]) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: str | None,
+        size: tuple[int, int],
+        pump: Pump | None = None,
+    ) -> None:
+        """Spawn the rank; its pty is read by `pump` when given (and alive), else on this loop."""
         super().__init__()
         columns, lines = size
         try:
@@ -70,7 +87,16 @@ class LocalRank(RankTransport):
         self._closed = False
         self._pending = bytearray()
         self._loop = asyncio.get_running_loop()
-        self._loop.add_reader(self._fd, self._drain)
+        self._pump = pump
+        self._ring: Ring | None = None
+        self._key = -1
+        self._status: int | None = None
+        """The exit status, until the last bytes are in and it is handed over."""
+        self._exit_timer: asyncio.TimerHandle | None = None
+        if pump is not None and pump.alive:
+            self._key, self._ring = pump.add(self._fd, self._take, self._unpumped)
+        else:
+            self._loop.add_reader(self._fd, self._drain)
         self._pidfd = os.pidfd_open(self.pid)
         self._loop.add_reader(self._pidfd, self._reap)
 
@@ -153,6 +179,34 @@ class LocalRank(RankTransport):
         if data:
             self.on_output(data)
 
+    def _take(self) -> None:
+        """Take what the pump put in the ring (a wake-up's share; all of it once the rank exited)."""
+        ring = self._ring
+        assert ring is not None
+        closed, flushed = ring.slots[CLOSED], ring.slots[FLUSHED]  # first: bytes before them are in
+        if (closed or flushed) and self._status is not None:
+            self._exited()
+            return
+        data = ring.take(TAKE_CAP)
+        if data:
+            self.on_output(data)
+        if closed and not ring.unread():
+            self._closed = True
+
+    def _unpumped(self) -> None:
+        """The pump is gone: take what it left, then read the pty here (no other reader is left)."""
+        ring, self._ring = self._ring, None
+        assert ring is not None
+        data = ring.take(ring.size)
+        self._closed = self._closed or bool(ring.slots[CLOSED])
+        ring.close()
+        if data:
+            self.on_output(data)
+        if not self._closed:
+            self._loop.add_reader(self._fd, self._drain)
+        if self._status is not None:
+            self._exited()
+
     def _reap(self) -> None:
         """Collect the exit status once the process is gone, after its last output."""
         try:
@@ -164,12 +218,35 @@ class LocalRank(RankTransport):
         self._loop.remove_reader(self._pidfd)
         os.close(self._pidfd)
         self._pty.terminated, self._pty.exitstatus = True, status
-        while not self._closed and (data := self._read()):
+        self._status = status
+        if self._ring is not None and self._pump is not None:
+            self._pump.flush(self._key)
+            self._exit_timer = self._loop.call_later(EXIT_FLUSH, self._exited)
+        else:
+            self._exited()
+
+    def _exited(self) -> None:
+        """Hand over the rank's last bytes, then its exit status (once)."""
+        status, self._status = self._status, None
+        if status is None:
+            return
+        if self._exit_timer is not None:
+            self._exit_timer.cancel()
+        if self._ring is not None:
+            data = self._ring.take(self._ring.size)
+            self._closed = self._closed or (bool(self._ring.slots[CLOSED]) and not self._ring.unread())
+            if data:
+                self.on_output(data)
+        while not self._closed and self._ring is None and (data := self._read()):
             self.on_output(data)
         self.on_exit(os.waitstatus_to_exitcode(status))
 
     def close(self) -> None:
         """Stop reading the pty and close it."""
+        if self._ring is not None and self._pump is not None:
+            self._pump.forget(self._key)
+            self._ring.close()
+            self._ring = None
         self._loop.remove_reader(self._fd)
         self._loop.remove_writer(self._fd)
         if not self._pty.closed:
@@ -273,8 +350,12 @@ def kill_all(find: Callable[[], list[psutil.Process]], deadline: float = 3.0) ->
 class LocalJob:
     """What one session's local ranks leave behind, and how it all ends."""
 
-    def __init__(self, state_dir: str) -> None:
+    def __init__(self, state_dir: str, pump: bool = False) -> None:
+        """A job whose files live in `state_dir`; with `pump`, a pump process reads the ranks' ptys."""
         self.state_dir = state_dir
+        self._pumped = pump
+        self.pump: Pump | None = None
+        """The process that drains the ranks' ptys (see `ddptui.core.pump`), when used."""
         self.ranks: list[LocalRank] = []
         self._adopted: set[int] = set()
         self._watchdog: subprocess.Popen[bytes] | None = None
@@ -289,12 +370,14 @@ class LocalJob:
             start_new_session=True,
             env=env,
         )
+        if self._pumped:
+            self.pump = Pump({k: v for k, v in env.items() if k != STATE_DIR_ENV})
 
     def spawn(
         self, argv: list[str], env: dict[str, str], cwd: str | None, size: tuple[int, int]
     ) -> LocalRank:
         """Start a rank and tell the watchdog who it is (pid and start time)."""
-        rank = LocalRank(argv, env, cwd, size)
+        rank = LocalRank(argv, env, cwd, size, self.pump)
         self.ranks.append(rank)
         if self._watchdog is not None and self._watchdog.stdin is not None:
             with contextlib.suppress(OSError):
@@ -339,6 +422,9 @@ class LocalJob:
     def release(self) -> None:
         """Stop the watchdog (it sweeps once more and removes the session directory)."""
         self._reap_adopted()
+        if self.pump is not None:
+            self.pump.close()
+            self.pump = None
         if self._watchdog is not None:
             with contextlib.suppress(OSError):
                 self._watchdog.stdin.close()  # type: ignore[union-attr]

@@ -93,6 +93,8 @@ class DdptuiApp(App[int]):
         """
         super().__init__()
         self.session = session
+        if session.spec.pump is None:  # a flood must not cost the loop a wake-up per pty read
+            session.spec = replace(session.spec, pump=True)
         spec = self.spec = session.spec
         self.page = 0
         self.focused_rank = 0

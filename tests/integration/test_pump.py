@@ -1,0 +1,283 @@
+"""The pty pump: every byte, in order, before the exit; back-pressure; it ends with ddptui.
+
+Real ranks (plain Python in real ptys, set raw so the bytes arrive unchanged), a real pump process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import SCRIPTS, wait_for
+
+from ddptui.core import launch
+from ddptui.core.launch import LaunchSpec
+from ddptui.core.local import EXIT_FLUSH, LocalJob, LocalRank
+from ddptui.core.pump import Ring
+from ddptui.core.session import Session
+
+WRITER = textwrap.dedent(
+    """
+    import os, random, sys, tty
+    tty.setraw(1)
+    size, seed = int(sys.argv[1]), int(sys.argv[2])
+    rng = random.Random(seed)
+    data = rng.randbytes(size)
+    at = 0
+    while at < size:
+        at += os.write(1, data[at : at + rng.randint(1, 20000)])
+    if len(sys.argv) > 3:
+        os.kill(os.getpid(), 9)
+    """
+)
+"""Writes SIZE seeded random bytes (every byte value) in writes of random sizes; a third argument
+makes it die by SIGKILL right after its last write."""
+
+
+def expected(size: int, seed: int) -> bytes:
+    """What WRITER prints for `size` and `seed`."""
+    import random
+
+    return random.Random(seed).randbytes(size)
+
+
+def env() -> dict[str, str]:
+    """The environment of ranks and the pump: ddptui importable from this tree."""
+    return dict(os.environ, PYTHONPATH=launch.python_path(os.environ.get("PYTHONPATH")) or "")
+
+
+class Seen:
+    """A rank's output and exit as the core sees them."""
+
+    def __init__(self, rank: LocalRank) -> None:
+        self.data = bytearray()
+        self.at_exit: int | None = None
+        """How many bytes had arrived when the exit status did."""
+        self.exited = asyncio.get_running_loop().create_future()
+        rank.on_output = self.data.extend
+        rank.on_exit = self._exit
+
+    def _exit(self, code: int) -> None:
+        """Note the status and how much output came before it."""
+        self.at_exit = len(self.data)
+        self.exited.set_result(code)
+
+
+@pytest.fixture
+async def job(tmp_path: Path) -> AsyncIterator[LocalJob]:
+    """A local job whose ranks' ptys are read by a pump."""
+    state = tmp_path / "state"
+    state.mkdir()
+    local = LocalJob(str(state), pump=True)
+    local.start(env())
+    yield local
+    for rank in local.ranks:
+        rank.close()
+    await asyncio.to_thread(local.end, 1.0)
+    await asyncio.to_thread(local.release)
+
+
+def spawn(job: LocalJob, *args: str) -> tuple[LocalRank, Seen]:
+    """A WRITER rank, and what it is seen printing."""
+    rank = job.spawn([sys.executable, "-c", WRITER, *args], env(), None, (80, 24))
+    return rank, Seen(rank)
+
+
+def test_ring_wraps_and_hands_out_space_in_order() -> None:
+    """Writes and takes across the end of the ring keep the bytes in order."""
+    ring, fd = Ring.create(10)
+    os.close(fd)
+    out = bytearray()
+    for chunk in (b"abcdefg", b"hijkl", b"mnopqrstu", b"vwxyz"):
+        while chunk:
+            free = ring.free()
+            count = 0
+            for view in free:
+                part = chunk[count : count + len(view)]
+                view[: len(part)] = part
+                count += len(part)
+            ring.wrote(count)
+            chunk = chunk[count:]
+            out += ring.take(3)
+    out += ring.take(100)
+    assert bytes(out) == b"abcdefghijklmnopqrstuvwxyz"
+    assert ring.unread() == 0 and len(ring.free()) == 2 and sum(map(len, ring.free())) == 10
+    ring.close()
+
+
+async def test_flood_arrives_byte_exact_before_the_exit(job: LocalJob) -> None:
+    """Several ranks flood at once: every byte, in order, all of it before the exit status."""
+    ranks = [spawn(job, str(3_000_000), str(seed)) for seed in range(4)]
+    for seed, (_, seen) in enumerate(ranks):
+        assert await asyncio.wait_for(seen.exited, 30) == 0
+        assert seen.at_exit == len(seen.data)
+        assert bytes(seen.data) == expected(3_000_000, seed)
+    assert job.pump is not None and job.pump.alive
+
+
+async def test_full_ring_blocks_the_rank_and_drops_nothing(tmp_path: Path) -> None:
+    """A ring far smaller than the output: the pump waits for room, the rank waits for the pump."""
+    state = tmp_path / "state"
+    state.mkdir()
+    local = LocalJob(str(state), pump=True)
+    local.start(env())
+    assert local.pump is not None
+    local.pump.ring_size = 4096 + 7
+    try:
+        rank, seen = spawn(local, str(1_000_000), "7")
+        assert await asyncio.wait_for(seen.exited, 30) == 0
+        assert bytes(seen.data) == expected(1_000_000, 7)
+        assert seen.at_exit == len(seen.data)
+        rank.close()
+    finally:
+        await asyncio.to_thread(local.release)
+
+
+async def test_stalled_ui_holds_the_rank_back(tmp_path: Path) -> None:
+    """While the UI takes nothing, a rank stops once its ring and pty are full (nothing dropped).
+
+    `wait_for` blocks the event loop here on purpose: that is the stalled UI.
+    """
+    state = tmp_path / "state"
+    state.mkdir()
+    local = LocalJob(str(state), pump=True)
+    local.start(env())
+    assert local.pump is not None
+    local.pump.ring_size = 65536
+    try:
+        rank, seen = spawn(local, str(2_000_000), "3")
+        process = psutil.Process(rank.pid)
+        ring = rank._ring
+        assert ring is not None
+        full = wait_for(lambda: ring.unread() == 65536 and process.status() == psutil.STATUS_SLEEPING, 10)
+        assert full, "the rank should block on its full pty while the UI takes nothing"
+        assert await asyncio.wait_for(seen.exited, 30) == 0
+        assert bytes(seen.data) == expected(2_000_000, 3)
+        rank.close()
+    finally:
+        await asyncio.to_thread(local.release)
+
+
+async def test_rank_killed_mid_flood_still_delivers_what_it_wrote(job: LocalJob) -> None:
+    """SIGKILL right after the last write: every byte it wrote comes before the exit status."""
+    _, seen = spawn(job, str(500_000), "11", "die")
+    assert await asyncio.wait_for(seen.exited, 30) == -signal.SIGKILL
+    assert bytes(seen.data) == expected(500_000, 11)
+    assert seen.at_exit == len(seen.data)
+
+
+async def test_child_holding_the_terminal_does_not_hold_back_the_exit(job: LocalJob) -> None:
+    """A rank exits while its child keeps the pty open: the exit comes anyway, after the bytes."""
+    script = (
+        "import os, sys, time\nprint('parent done', flush=True)\nif os.fork() == 0:\n    time.sleep(30)\n"
+    )
+    rank = job.spawn([sys.executable, "-c", script], env(), None, (80, 24))
+    seen = Seen(rank)
+    assert await asyncio.wait_for(seen.exited, EXIT_FLUSH + 5) == 0
+    assert b"parent done" in seen.data
+    assert seen.at_exit == len(seen.data)
+
+
+async def test_dead_pump_hands_the_ptys_back(job: LocalJob) -> None:
+    """If the pump dies, the ranks' ptys are read here again: output and exits still arrive."""
+    assert job.pump is not None
+    rank = job.spawn(
+        [sys.executable, "-c", "import sys; sys.stdin.readline(); print('after')"], env(), None, (80, 24)
+    )
+    seen = Seen(rank)
+    job.pump.process.kill()
+    assert await asyncio.to_thread(wait_for, lambda: not job.pump or not job.pump.alive, 5)
+    rank.write(b"go\r")
+    assert await asyncio.wait_for(seen.exited, 10) == 0
+    assert b"after" in seen.data
+
+
+async def test_pump_is_not_a_session_process_and_ends_with_release(tmp_path: Path) -> None:
+    """The pump is neither signalled nor counted as a rank's; release ends it."""
+    state = tmp_path / "state"
+    state.mkdir()
+    local = LocalJob(str(state), pump=True)
+    local.start(env())
+    assert local.pump is not None
+    pump = psutil.Process(local.pump.process.pid)
+    rank, seen = spawn(local, "10", "1")
+    assert await asyncio.wait_for(seen.exited, 30) == 0
+    assert pump.pid not in {p.pid for p in local.processes()}
+    rank.close()
+    await asyncio.to_thread(local.release)
+    assert not pump.is_running()
+
+
+def test_pump_ends_when_ddptui_is_killed() -> None:
+    """SIGKILL of the process that started the pump ends the pump too."""
+    program = textwrap.dedent(
+        """
+        import asyncio, os, sys
+        from ddptui.core.pump import Pump
+        async def main():
+            pump = Pump(dict(os.environ))
+            print(pump.process.pid, flush=True)
+            await asyncio.sleep(60)
+        asyncio.run(main())
+        """
+    )
+    owner = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, env=env(), text=True)
+    assert owner.stdout is not None
+    pump = psutil.Process(int(owner.stdout.readline()))
+    owner.kill()
+    owner.wait(timeout=5)
+    assert wait_for(lambda: not pump.is_running() or pump.status() == psutil.STATUS_ZOMBIE, timeout=3)
+
+
+async def pumped_session(script: Path, *args: str) -> Session:
+    """A started two-rank session whose ptys the pump reads, every rank's first prompt on screen
+    (the side channel's `paused` can come before the prompt's bytes)."""
+    session = Session(LaunchSpec(target=str(script), args=args, nproc=2, stall_timeout=60, pump=True))
+    await session.start()
+    ready = await session.wait_until(
+        lambda: all(r.state.at_prompt and r.prompt_shown() for r in session.ranks), 60
+    )
+    assert ready, [r.output.since(0)[-500:] for r in session.ranks]
+    return session
+
+
+async def test_session_flood_through_the_pump_arrives_whole_and_in_order() -> None:
+    """20 MB a rank between two prompts: the kept tail is every line in order, then the prompt."""
+    session = await pumped_session(SCRIPTS / "flood.py", "200000")
+    assert session._job is not None and session._job.pump is not None
+    pump = psutil.Process(session._job.pump.process.pid)
+    try:
+        await asyncio.wait_for(session.broadcast("c"), 120)
+        for rank in session.ranks:
+            assert rank.state.at_prompt and rank.prompt_shown()
+            lines = rank.output.since(rank.output.start).split(b"\r\n")[1:-1]
+            numbers = [int(line[5:13]) for line in lines if line.startswith(b"line ")]
+            assert numbers[-1] == 199_999 and numbers == list(range(numbers[0], 200_000))
+        await asyncio.wait_for(session.broadcast("c"), 60)
+        assert await session.wait_until(lambda: not session.live(range(2)), 30)
+        assert all(b"done" in rank.output.tail(200) for rank in session.ranks)
+    finally:
+        await session.close()
+    assert not pump.is_running() or pump.status() == psutil.STATUS_ZOMBIE
+
+
+async def test_session_hostile_bytes_through_the_pump() -> None:
+    """Garbage and hostile sequences reach the core as written; the ranks still answer."""
+    session = await pumped_session(SCRIPTS / "hostile.py")
+    try:
+        for rank in session.ranks:
+            assert b"\x1b[?1049h\x1b[2J\x1b]0;title\x07" in rank.output.since(0)
+        answer = await asyncio.wait_for(session.broadcast("p marker"), 30)
+        assert len(answer.replies) == 2 and all(b"still alive" in reply.output for reply in answer.replies), (
+            answer
+        )
+    finally:
+        await session.close()
