@@ -37,7 +37,8 @@ flood"). A key unseen after 2 s counts as 2000 ms and as lost. p99 is nearest-ra
 100 keys it is the second-worst one.
 
 CPU: the ddptui process (`getrusage(RUSAGE_SELF)`: app, core and the bench's key thread, which
-mostly sleeps) against the tmux server plus its client (`psutil`), from `go` until every rank
+mostly sleeps) plus its pty pump process (`ddptui.core.pump`, which the app uses; its share is
+noted below the table) against the tmux server plus its client (`psutil`), from `go` until every rank
 finished writing and the UI is idle again (ddptui: the core has every byte and no shown pane has
 unemulated bytes; tmux: server under 10% of a core for 100 ms). `catch-up` is the part of that
 window after the last rank's last write. `busy` is the whole machine's CPU use in the window: at
@@ -46,7 +47,8 @@ it, a rank that drains slowly is blocked on a full pty (a Linux pty holds about 
 
 Below the table, the ddptui event loop's time in the window by callback (the bench times these
 methods on their classes): the compositor's screen updates (layouts and, inside them, encoding
-frames for the terminal), the panes' emulation frames, the core's pty reads, and full garbage
+frames for the terminal), the panes' emulation frames, the core's pty reads (`--no-pump`: the old
+way, ptys read on the loop) or its takes from the pump's rings (the default), and full garbage
 collections; wall time and the loop thread's CPU time (on a loaded machine the difference is
 time spent waiting for a core, or in a pty read waiting for the tty's locks). A key waits behind
 whatever runs on the loop, so the longest calls there bound what p99 can be.
