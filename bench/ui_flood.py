@@ -381,7 +381,7 @@ class LoopTimes:
         "  of which layouts": (Screen, "_refresh_layout"),
         "pane emulation (_frame)": (RankPane, "_frame"),
         "core pty reads (_drain)": (LocalRank, "_drain"),
-        "core ring takes (Pump._woken)": (Pump, "_woken"),
+        "core ring takes (Pump._take_turns)": (Pump, "_take_turns"),
     }
     ENCODING = "  of which terminal encoding"
     """Not patched: timed by `encode_frames` (inside the compositor's screen update)."""

@@ -37,10 +37,10 @@ about as fast as under tmux)."""
 PTY_CHUNK = 4095
 """The most a Linux pty returns per read: a shorter read means it is drained."""
 TAKE_CAP = 1 << 13
-"""Bytes taken from one rank's ring per pump wake-up at most. The copy is cheap; what the UI does
-with the bytes is not (a pane's skip-ahead emulates inside `feed`). In bench/ui_flood.py (8 ranks,
-8 MiB each) 8 KiB gave key p99 48-105 ms (median of 6 runs 58) and 16 KiB 56-77 ms, 64 KiB
-111-154 ms: ranks a full ring holds back (`RING_SIZE`) drained faster than under tmux with each."""
+"""Bytes taken from one rank's ring per turn at most. The copy is cheap; what the UI does with
+the bytes is not (a pane's skip-ahead emulates inside `feed`). bench/ui_flood.py (8 ranks x 8 MiB,
+3 runs each of 2 rounds) gave key p99 46-55 ms at 8 KiB, 47-86 ms at 16 KiB, 111-154 ms at 64 KiB
+(without turns): ranks that a full ring holds back drained about as fast as under tmux with each."""
 EXIT_FLUSH = 2.0
 """Seconds an exited rank waits for the pump to drain its pty (a child of the rank may hold the
 terminal open, and write, forever)."""
