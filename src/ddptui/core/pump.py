@@ -27,6 +27,7 @@ import contextlib
 import ctypes
 import mmap
 import os
+import platform
 import select
 import signal
 import socket
@@ -53,6 +54,9 @@ PARENT_CHECK_MS = 1000
 PR_SET_PDEATHSIG = 1
 TURN_BUDGET = 0.004
 """Seconds of the UI loop that ranks' takes may use in one go before other callbacks run."""
+ORDERED_STORES = platform.machine().lower() in ("x86_64", "amd64")
+"""True where a ring is safe: it relies on x86-64 keeping stores in order (Python has no memory
+barrier). Elsewhere (an ARM node such as a Grace Hopper) the ptys are read on the loop."""
 
 
 class Ring:

@@ -25,6 +25,7 @@ from ddptui.core import commands
 from ddptui.core.answers import answer_lines, tagged
 from ddptui.core.batch import exit_status
 from ddptui.core.launch import LaunchError, check_port
+from ddptui.core.pump import ORDERED_STORES
 from ddptui.core.rootcause import Failure, root_cause
 from ddptui.core.session import Broadcast, Session
 from ddptui.core.state import Phase, RankState
@@ -94,7 +95,7 @@ class DdptuiApp(App[int]):
         super().__init__()
         self.session = session
         if session.spec.pump is None:  # a flood must not cost the loop a wake-up per pty read
-            session.spec = replace(session.spec, pump=True)
+            session.spec = replace(session.spec, pump=ORDERED_STORES)
         spec = self.spec = session.spec
         self.page = 0
         self.focused_rank = 0
