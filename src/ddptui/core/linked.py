@@ -14,9 +14,9 @@ import contextlib
 import psutil
 
 from ddptui.core.channel import Connection
-from ddptui.core.local import tree_usage
 from ddptui.core.state import NO_STATUS
 from ddptui.core.transport import RankTransport, RequestError
+from ddptui.core.usage import tree_usage
 from ddptui.rank.protocol import Exited, Frame, Hello, Input, Message, Output, ProtocolError, Resize
 
 

@@ -19,14 +19,15 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable
 
 import psutil
 from ptyprocess import PtyProcess
 
 from ddptui.core.channel import Connection
+from ddptui.core.ending import kill_all, session_processes, signal_all
 from ddptui.core.pump import CLOSED, FLUSHED, Pump, Ring
 from ddptui.core.transport import RankTransport
+from ddptui.core.usage import ProcessTable
 from ddptui.rank.protocol import STATE_DIR_ENV, Message
 
 READ_CAP = 1 << 14
@@ -284,69 +285,6 @@ class LocalRank(RankTransport):
         return last
 
 
-def _alive(process: psutil.Process) -> bool:
-    """Running and not a zombie (psutil compares the start time, so a reused pid is not alive)."""
-    try:
-        return bool(process.is_running() and process.status() != psutil.STATUS_ZOMBIE)
-    except psutil.Error:
-        return False
-
-
-def _marked(process: psutil.Process, state_dir: str) -> bool:
-    """True when the process carries the session's directory in its environment."""
-    try:
-        return bool(process.environ().get(STATE_DIR_ENV) == state_dir)
-    except psutil.Error:
-        return False
-
-
-def session_processes(
-    ranks: Iterable[psutil.Process], state_dir: str, everyone: bool
-) -> list[psutil.Process]:
-    """The live processes of a session: live ranks, their descendants, and marked processes.
-
-    Marked processes are looked for among this process's adopted children, or, with `everyone`
-    (the watchdog, after ddptui died and its orphans went to init), among all processes.
-    """
-    found: dict[int, psutil.Process] = {}
-    roots = [p for p in ranks if _alive(p)]
-    candidates = psutil.process_iter() if everyone else _children(psutil.Process())
-    roots += [p for p in candidates if p.pid != os.getpid() and _marked(p, state_dir)]
-    for root in roots:
-        found[root.pid] = root
-        with contextlib.suppress(psutil.Error):
-            for child in root.children(recursive=True):
-                found.setdefault(child.pid, child)
-    return [p for p in found.values() if _alive(p)]
-
-
-def _children(process: psutil.Process) -> list[psutil.Process]:
-    """Direct children, or none if the process is gone."""
-    try:
-        children: list[psutil.Process] = process.children()
-    except psutil.Error:
-        return []
-    return children
-
-
-def signal_all(processes: Iterable[psutil.Process], sig: int) -> None:
-    """Signal each process that is still the one we know (psutil checks for pid reuse)."""
-    for process in processes:
-        with contextlib.suppress(psutil.Error, OSError):
-            process.send_signal(sig)
-
-
-def kill_all(find: Callable[[], list[psutil.Process]], deadline: float = 3.0) -> None:
-    """SIGKILL what `find` returns until nothing is left (bounded: a few seconds at most)."""
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        victims = find()
-        if not victims:
-            return
-        signal_all(victims, signal.SIGKILL)
-        time.sleep(0.02)
-
-
 class LocalJob:
     """What one session's local ranks leave behind, and how it all ends."""
 
@@ -430,56 +368,3 @@ class LocalJob:
                 self._watchdog.stdin.close()  # type: ignore[union-attr]
             self._watchdog.wait()
             self._watchdog = None
-
-
-ACTIVE = (psutil.STATUS_RUNNING, psutil.STATUS_DISK_SLEEP)
-"""Process states that mean busy (runnable, or waiting for the disk), not blocked."""
-
-
-class ProcessTable:
-    """One pass over every process: parent links, CPU seconds, activity, start time.
-
-    Per-rank `children(recursive=True)` reads the whole table once per rank: at 256 ranks that
-    was 1.5 s of CPU every sample. One pass serves every rank.
-    """
-
-    def __init__(self) -> None:
-        self.children: dict[int, list[int]] = {}
-        self.info: dict[int, tuple[float, bool, float]] = {}
-        for process in psutil.process_iter(["ppid", "cpu_times", "status", "create_time"]):
-            got = process.info
-            if got["cpu_times"] is None or got["status"] is None:
-                continue
-            cpu = got["cpu_times"].user + got["cpu_times"].system
-            self.info[process.pid] = (cpu, got["status"] in ACTIVE, got["create_time"] or 0.0)
-            self.children.setdefault(got["ppid"], []).append(process.pid)
-
-    def usage(self, process: psutil.Process) -> tuple[float, bool] | None:
-        """CPU seconds of `process` and its descendants, and whether any is active; None if gone."""
-        root = self.info.get(process.pid)
-        if root is None or abs(root[2] - process.create_time()) > 0.01:
-            return None
-        cpu, active = 0.0, False
-        todo = [process.pid]
-        while todo:
-            pid = todo.pop()
-            if pid in self.info:
-                cpu += self.info[pid][0]
-                active = active or self.info[pid][1]
-                todo += self.children.get(pid, ())
-        return cpu, active
-
-
-def tree_usage(process: psutil.Process) -> tuple[float, bool] | None:
-    """CPU seconds of a process and its descendants, and whether any is running or in disk wait."""
-    cpu, active = 0.0, False
-    try:
-        tree = [process, *process.children(recursive=True)]
-    except psutil.Error:
-        return None
-    for member in tree:
-        with contextlib.suppress(psutil.Error), member.oneshot():
-            times = member.cpu_times()
-            cpu += times.user + times.system
-            active = active or member.status() in (psutil.STATUS_RUNNING, psutil.STATUS_DISK_SLEEP)
-    return cpu, active

@@ -16,7 +16,7 @@ import sys
 
 import psutil
 
-from ddptui.core.local import kill_all, session_processes
+from ddptui.core.ending import kill_all, session_processes
 
 
 def rank_process(line: str) -> psutil.Process | None:
