@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import socket
 import threading
 from collections.abc import Callable
@@ -71,8 +72,13 @@ class Link:
         from ddptui.rank import requests  # only a debugged rank pays for it
 
         buffer = b""
+        readable = select.poll()
+        readable.register(sock, select.POLLIN)
         while True:
             try:
+                # Wait in poll, not in recv: a thread blocked in recv on a unix socket is woken
+                # each time the core reads what this rank sent (a wake-up per rank per step).
+                readable.poll()
                 chunk = sock.recv(65536)
             except OSError:
                 chunk = b""
