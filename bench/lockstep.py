@@ -10,7 +10,7 @@ It times the same step six ways, each on ranks of its own:
 * rankpdb: the same bare loop over `python -m ddptui.rank rank.py` ranks with no link (RankPdb
   and its prompt, no events sent);
 * hooks: the same again with each rank's link connected to a socket the loop reads and ignores:
-  what ddptui's rank side (RankPdb and its two events a step) costs without the core; `x hooks`
+  what ddptui's rank side (RankPdb and its one event a step) costs without the core; `x hooks`
   is then what the core adds on the same kind of ranks.
 * core: `await Session.broadcast("n")`, from the call until it returns (every rank back at its
   prompt, as its link and its pty both say).
