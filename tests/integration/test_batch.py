@@ -232,3 +232,16 @@ def test_waiting_ranks_are_placed_again_after_a_step(ddptui: Runner) -> None:
     assert "rank 0: waiting at tests/scripts/dist_breakpoint_rank1.py:12 in all_reduce" in after, after
     assert "rank 2: waiting at tests/scripts/dist_breakpoint_rank1.py:12 in all_reduce" in after
     assert result.returncode == 0, result.stdout
+
+
+def test_where_shows_the_users_frames_only_as_the_stack_moves(ddptui: Runner) -> None:
+    result = ddptui.batch(SCRIPTS / "nested.py", "s\nn\nw\nup\nw\nc\n", nproc=1)
+    assert result.returncode == 0, result.stdout + result.stderr
+    first, after_up = (
+        [line for line in rank_lines(part.split("(ddptui)")[0], 0) if line.lstrip(" >").startswith("/")]
+        for part in result.stdout.split("(ddptui) w\n")[1:]
+    )
+    # the launcher's frames (runpy, ddptui) never show; `up` moves the marker, not the stack
+    assert [line.split("nested.py")[1] for line in first] == ["(13)<module>()", "(7)scaled()"]
+    assert first[1].startswith(">") and after_up[0].startswith(">")
+    assert [line.lstrip(" >") for line in after_up] == [line.lstrip(" >") for line in first]
