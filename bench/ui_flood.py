@@ -21,7 +21,7 @@ the bytes. Two latencies per key: **handled** (the Input inserted the character:
 responsiveness) and **screen** (the first frame whose terminal bytes contain it: what a user
 sees, minus the terminal emulator's own time).
 
-tmux side: a private server (`tmux -L ddptui-bench -f /dev/null`), one 200x50 window: the same
+tmux side: a private server (`tmux -L ddptui-bench-PID -f /dev/null`), one 200x50 window: the same
 grid of rank panes as ddptui (`grid_shape`), above a 3-line pane running `cat`, the active pane.
 A real tmux client is attached in a pty the bench drains, so tmux renders as it would for a user.
 Keys are written to that client pty, as a terminal would, and latency is until the typed
@@ -107,8 +107,8 @@ from ddptui.ui.rank_pane import RankPane
 
 SIZE = (200, 50)
 """Terminal size (columns, lines) of both UIs."""
-SOCKET = "ddptui-bench"
-"""The private tmux socket name (`tmux -L`)."""
+SOCKET = f"ddptui-bench-{os.getpid()}"
+"""The private tmux socket name (`tmux -L`), one per run: two runs at once must not share a server."""
 GOAL_MS = 50.0
 """The issue's bar for key → screen p99 during the flood."""
 KEY_TIMEOUT = 2.0
