@@ -92,6 +92,7 @@ class Session:
         self._touched: set[int] = set()
         """Ranks whose output or state changed since a broadcast last looked: only those can be back."""
         self._looked_at_all = 0.0
+        """When a broadcast last looked at every rank it waits for (`_still_out`)."""
         self.in_flight_command = ""
         """The command being broadcast, or empty."""
         self.groups: dict[str, frozenset[int]] = {}
