@@ -81,6 +81,21 @@ class Connection(asyncio.BufferedProtocol):
                 return
             self._line(bytes(line))
 
+    def read_now(self) -> None:
+        """Read and handle what the peer already sent, now (the socket is non-blocking).
+
+        A rank says `paused` just before it prints its prompt, and the loop can read the prompt
+        first: its link's bytes may have arrived just after the loop last looked.
+        """
+        while self._fd >= 0 and self._transport is not None and not self._transport.is_closing():
+            try:
+                count = os.readv(self._fd, [self._recv])
+            except OSError:  # nothing more yet (or an error the loop's own read will meet)
+                return
+            if not count:
+                return  # the end: left for the loop's read, which sees it too
+            self.buffer_updated(count)
+
     def _line(self, line: bytes) -> None:
         """Decode one line and route it: hello, reply, or an event for the bound rank."""
         try:

@@ -385,7 +385,10 @@ class Session:
         send no `running` event); a command that leaves the prompt open says `paused` again.
         """
         rank = self.ranks[index]
-        entered = rank.state.at_prompt and (b"\r" in data or b"\n" in data) and rank.typing_at_prompt()
+        enter = b"\r" in data or b"\n" in data
+        if enter:
+            rank.transport.catch_up()  # the `paused` that came before the prompt on screen, first
+        entered = enter and rank.state.at_prompt and rank.typing_at_prompt()
         rank.write(data)
         if entered:
             rank.resumed()

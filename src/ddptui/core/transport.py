@@ -65,6 +65,15 @@ class RankTransport(abc.ABC):
         None when unknown (a remote rank): the caller then trusts the rank's own reports.
         """
 
+    def catch_up(self) -> None:
+        """Take in what the rank's link already delivered, before the event loop gets to it.
+
+        Call it before acting on what the rank's terminal shows: the `paused` the rank sent just
+        before the prompt must not be handled after a command typed at that prompt.
+        """
+        if self.connection is not None:
+            self.connection.read_now()
+
     @property
     def linked(self) -> bool:
         """True once the rank's link said hello (requests and dumps can be served)."""
