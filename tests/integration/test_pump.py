@@ -123,47 +123,31 @@ async def test_flood_arrives_byte_exact_before_the_exit(job: LocalJob) -> None:
     assert job.pump is not None and job.pump.alive
 
 
-async def test_full_ring_blocks_the_rank_and_drops_nothing(tmp_path: Path) -> None:
+async def test_full_ring_blocks_the_rank_and_drops_nothing(job: LocalJob) -> None:
     """A ring far smaller than the output: the pump waits for room, the rank waits for the pump."""
-    state = tmp_path / "state"
-    state.mkdir()
-    local = LocalJob(str(state), pump=True)
-    local.start(env())
-    assert local.pump is not None
-    local.pump.ring_size = 4096 + 7
-    try:
-        rank, seen = spawn(local, str(1_000_000), "7")
-        assert await asyncio.wait_for(seen.exited, 30) == 0
-        assert bytes(seen.data) == expected(1_000_000, 7)
-        assert seen.at_exit == len(seen.data)
-        rank.close()
-    finally:
-        await asyncio.to_thread(local.release)
+    assert job.pump is not None
+    job.pump.ring_size = 4096 + 7
+    _, seen = spawn(job, str(1_000_000), "7")
+    assert await asyncio.wait_for(seen.exited, 30) == 0
+    assert bytes(seen.data) == expected(1_000_000, 7)
+    assert seen.at_exit == len(seen.data)
 
 
-async def test_stalled_ui_holds_the_rank_back(tmp_path: Path) -> None:
+async def test_stalled_ui_holds_the_rank_back(job: LocalJob) -> None:
     """While the UI takes nothing, a rank stops once its ring and pty are full (nothing dropped).
 
     `wait_for` blocks the event loop here on purpose: that is the stalled UI.
     """
-    state = tmp_path / "state"
-    state.mkdir()
-    local = LocalJob(str(state), pump=True)
-    local.start(env())
-    assert local.pump is not None
-    local.pump.ring_size = 65536
-    try:
-        rank, seen = spawn(local, str(2_000_000), "3")
-        process = psutil.Process(rank.pid)
-        ring = rank._ring
-        assert ring is not None
-        full = wait_for(lambda: ring.unread() == 65536 and process.status() == psutil.STATUS_SLEEPING, 10)
-        assert full, "the rank should block on its full pty while the UI takes nothing"
-        assert await asyncio.wait_for(seen.exited, 30) == 0
-        assert bytes(seen.data) == expected(2_000_000, 3)
-        rank.close()
-    finally:
-        await asyncio.to_thread(local.release)
+    assert job.pump is not None
+    job.pump.ring_size = 65536
+    rank, seen = spawn(job, str(2_000_000), "3")
+    process = psutil.Process(rank.pid)
+    ring = rank._ring
+    assert ring is not None
+    full = wait_for(lambda: ring.unread() == 65536 and process.status() == psutil.STATUS_SLEEPING, 10)
+    assert full, "the rank should block on its full pty while the UI takes nothing"
+    assert await asyncio.wait_for(seen.exited, 30) == 0
+    assert bytes(seen.data) == expected(2_000_000, 3)
 
 
 async def test_rank_killed_mid_flood_still_delivers_what_it_wrote(job: LocalJob) -> None:
