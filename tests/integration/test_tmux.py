@@ -50,9 +50,10 @@ class Tmux:
         return wait_for(lambda: text in self.screen(), timeout, interval=0.2)
 
     def exit_status(self, timeout: float = 10) -> int | None:
-        """ddptui's exit status once it has exited."""
-        wait_for(self.status.exists, timeout)
-        return int(self.status.read_text()) if self.status.exists() else None
+        """ddptui's exit status once it has exited (the shell creates the file, then writes it)."""
+        wait_for(lambda: self.status.exists() and self.status.read_text().endswith("\n"), timeout)
+        text = self.status.read_text() if self.status.exists() else ""
+        return int(text) if text.endswith("\n") else None
 
     def kill(self) -> None:
         """End the tmux server."""
