@@ -196,17 +196,24 @@ class LocalRank(RankTransport):
 
     def _unpumped(self) -> None:
         """The pump is gone: take what it left, then read the pty here (no other reader is left)."""
-        ring, self._ring = self._ring, None
-        assert ring is not None
-        data = ring.take(ring.size)
-        self._closed = self._closed or bool(ring.slots[CLOSED])
-        ring.close()
-        if data:
-            self.on_output(data)
+        self._take_all()
+        assert self._ring is not None
+        self._ring.close()
+        self._ring = None
         if not self._closed:
             self._loop.add_reader(self._fd, self._drain)
         if self._status is not None:
             self._exited()
+
+    def _take_all(self) -> None:
+        """Take all the ring holds (the rank exited, or the pump is gone); closed once the pump saw EOF."""
+        ring = self._ring
+        assert ring is not None
+        closed = bool(ring.slots[CLOSED])  # first: the bytes before EOF are in the ring by then
+        data = ring.take(ring.size)
+        self._closed = self._closed or closed
+        if data:
+            self.on_output(data)
 
     def _reap(self) -> None:
         """Collect the exit status once the process is gone, after its last output."""
@@ -234,10 +241,7 @@ class LocalRank(RankTransport):
         if self._exit_timer is not None:
             self._exit_timer.cancel()
         if self._ring is not None:
-            data = self._ring.take(self._ring.size)
-            self._closed = self._closed or (bool(self._ring.slots[CLOSED]) and not self._ring.unread())
-            if data:
-                self.on_output(data)
+            self._take_all()
         while not self._closed and self._ring is None and (data := self._read()):
             self.on_output(data)
         self.on_exit(os.waitstatus_to_exitcode(status))
