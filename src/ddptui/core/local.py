@@ -25,7 +25,7 @@ from ptyprocess import PtyProcess
 
 from ddptui.core.channel import Connection
 from ddptui.core.ending import kill_all, session_processes, signal_all
-from ddptui.core.pump import CLOSED, FLUSHED, Pump, Ring
+from ddptui.core.pump import CLOSED, FLUSHED, PTY_CHUNK, Pump, Ring
 from ddptui.core.transport import RankTransport
 from ddptui.core.usage import ProcessTable
 from ddptui.rank.protocol import STATE_DIR_ENV, Message
@@ -35,8 +35,6 @@ READ_CAP = 1 << 14
 waits behind every ready pty's reads (at 256 KiB, 8 flooding ranks made one loop pass last tens
 of ms; at 16 KiB bench/ui_flood.py's key p99 went from ~250 to ~95 ms, ranks still draining
 about as fast as under tmux)."""
-PTY_CHUNK = 4095
-"""The most a Linux pty returns per read: a shorter read means it is drained."""
 TAKE_CAP = 1 << 13
 """Bytes taken from one rank's ring per turn at most. The copy is cheap; what the UI does with
 the bytes is not (a pane's skip-ahead emulates inside `feed`). bench/ui_flood.py (8 ranks x 8 MiB,
