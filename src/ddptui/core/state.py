@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import enum
 import signal
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from ddptui.rank.protocol import Frame, short_path
 
@@ -60,9 +61,12 @@ def describe_exit(code: int) -> str:
     return f"exited {code}"
 
 
-@dataclass(frozen=True, slots=True)
-class RankState:
-    """One rank's state; replaced, never mutated, so views can compare old and new."""
+class RankState(NamedTuple):
+    """One rank's state; replaced, never mutated, so views can compare old and new.
+
+    A named tuple, not a frozen dataclass: a lockstep step makes two per rank, and a frozen
+    dataclass's `__init__` (a `object.__setattr__` per field) was a tenth of the core's work.
+    """
 
     phase: Phase = Phase.STARTING
     location: Frame | None = None
@@ -112,7 +116,7 @@ class RankState:
 
     def release(self, how: str) -> RankState:
         """ddptui hung up on a rank it cannot end (on another node): it goes on as `how` says."""
-        return replace(self, released=how)
+        return self._replace(released=how)
 
     def exited(self, code: int, fatal_site: str | None = None) -> RankState:
         """The process is gone with status `code` (negative: killed by that signal)."""
