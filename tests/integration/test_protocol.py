@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import SCRIPTS, running_session
 
+from ddptui.core.local import LocalRank
 from ddptui.core.session import Session
 from ddptui.core.state import Phase
+from ddptui.rank import protocol
 from ddptui.rank.protocol import Frame, Hello, Identity, Paused, Reply
 
 TIMEOUT = 60
@@ -181,3 +183,24 @@ async def test_a_command_typed_in_a_pane_moves_the_rank_as_its_prompt_says(tmp_p
         flag.touch()
         assert await session.wait_until(lambda: rank.state.at_prompt and rank.prompt_shown(), TIMEOUT)
         assert rank.state.location is not None and rank.state.location.line == 18
+
+
+async def test_paused_comes_in_the_terminal_and_forged_marks_are_output(tmp_path: Path) -> None:
+    """A rank says `paused` in its terminal, under the session's key; the mark never reaches the
+    output. The same sequence under another key, printed by the program, is output and no event."""
+    async with running_session(SCRIPTS / "hostile.py", nproc=1) as session:
+        (rank,) = session.ranks
+        await reach(session, "prompt")
+        assert await session.wait_until(rank.prompt_shown, TIMEOUT)
+        assert rank.state.location is not None and rank.state.location.file.endswith("hostile.py")
+        output = rank.output.since(0)
+        assert output.count(b"/forged.py") == 2 and protocol.MARK_INTRO + b"0" * 24 in output
+        assert session._mark_key not in output
+        transport = rank.transport
+        assert isinstance(transport, LocalRank) and transport.connection is not None
+        on_link: list[object] = []
+        transport.connection.bind(lambda message: (on_link.append(message), transport.on_message(message)))
+        before = rank.paused_count
+        await session.broadcast("p marker")
+        assert rank.paused_count == before + 1 and not on_link  # it came in the terminal
+        assert session._mark_key not in rank.output.since(0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ddptui.rank.protocol import Frame, Message, Paused, decode
+from ddptui.rank.protocol import Frame, Message, Paused, ProtocolError, decode
 
 
 @pytest.mark.parametrize(
@@ -20,3 +20,22 @@ def test_paused_line_is_the_generic_line(paused: Paused) -> None:
     line = paused.encode()
     assert line == Message.encode(paused)
     assert decode(line.rstrip(b"\n")) == paused
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"k":"paused"}',
+        b'{"k":"paused","frame":"train.py:12"}',
+        b'{"k":"paused","frame":["train.py","12","f"]}',
+        b'{"k":"paused","frame":["train.py",12,"f"],"post_mortem":1}',
+        b'{"k":"paused","frame":["train.py",12,"f"],"depth":true}',
+        b'{"k":"paused","frame":["train.py",12,"f"],"depth":"1"}',
+        b'["paused"]',
+        b"\xff",
+    ],
+)
+def test_a_malformed_paused_is_refused(line: bytes) -> None:
+    """`paused` has a decoder of its own (it comes every step): it refuses what the generic one does."""
+    with pytest.raises(ProtocolError):
+        decode(line)

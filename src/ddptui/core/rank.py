@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 
 from ddptui.core.hints import hint_for
+from ddptui.core.marks import MarkReader
 from ddptui.core.output import OutputLog
 from ddptui.core.rootcause import failed
 from ddptui.core.stacks import is_library
@@ -52,6 +53,8 @@ class Rank:
         """The collective log the rank sent as it exited."""
         self.fatal_dump: Callable[[], str | None] = lambda: None
         """Where the rank died of a fatal signal, asked when it is killed by one."""
+        self.marks = MarkReader(b"")
+        """Takes the events the rank says in its terminal out of its output (the session sets the key)."""
         self._on_change = on_change
         self._prompt_seen: tuple[int, int, bool] = (-1, -1, False)
         """`prompt_shown`'s last answer, with the output end and input mark it was given for."""
@@ -71,7 +74,7 @@ class Rank:
         """Replace the state and tell the session (only when it changed)."""
         if state.phase is self.state.phase and state == self.state:
             return
-        if self.failed_at is None and failed(state):
+        if self.failed_at is None and (state.crash is not None or state.exit_code) and failed(state):
             self.failed_at = time.monotonic()
         if state.phase is not self.state.phase:
             self.phase_since = time.monotonic()
@@ -94,8 +97,12 @@ class Rank:
             self._set(self.state.crashed(Crash(message.type, message.message, crash_site(message.frames))))
 
     def linked(self) -> None:
-        """The rank's link said hello: it runs the user's code now."""
-        self.resumed()
+        """The rank's link said hello: it runs the user's code now (unless its first prompt,
+        said in its terminal, was read before the hello)."""
+        if self.state.phase is Phase.STARTING:
+            self._set(self.state.running())
+        else:
+            self._on_change(self)  # who the rank is changed: the views show it
 
     def hint(self) -> str | None:
         """Advice for a well-known failure, read from the crash and the rank's last output."""

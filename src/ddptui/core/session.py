@@ -20,6 +20,7 @@ from ddptui.core.fatal import fatal_site
 from ddptui.core.linked import LinkedRank
 from ddptui.core.local import LocalJob, LocalRank, SpawnError
 from ddptui.core.logs import SessionLog
+from ddptui.core.marks import MarkReader
 from ddptui.core.rank import Rank
 from ddptui.core.reports import keep_reports
 from ddptui.core.rootcause import ROOT, Failure, tags
@@ -29,7 +30,7 @@ from ddptui.core.targets import EXECUTION_COMMANDS, Line, format_ranks, parse_li
 from ddptui.core.text import inert
 from ddptui.core.transport import RankTransport, RequestError
 from ddptui.core.verdicts import VerdictWatch
-from ddptui.rank.protocol import Hello, Message, Reply, StartsRanks
+from ddptui.rank.protocol import Hello, Message, Reply, StartsRanks, mark_key
 
 TICK = 0.1
 """Seconds between checks for stalled ranks and overdue prompts."""
@@ -102,6 +103,9 @@ class Session:
         self.last_compare: Comparison | None = None
         """The last `:compare` table (rank groups can be made from its rows)."""
         self._dir = ""
+        self._mark_key = b""
+        self._ticking = False
+        """True while the watchdog runs: it wakes every waiter once a tick."""
         self._server: ChannelServer | None = None
         self._job: LocalJob | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -140,6 +144,7 @@ class Session:
             self.on_state.append(self._log.state)
         self._dir = launch.private_dir()
         token = secrets.token_hex(16)
+        self._mark_key = mark_key(token)
         self._server = ChannelServer(
             os.path.join(self._dir, launch.SOCKET_NAME), token, self._hello, self.log
         )
@@ -170,8 +175,10 @@ class Session:
         rank = Rank(index, transport, self._state_changed)
         if isinstance(transport, LocalRank):
             transport.dump_path = os.path.join(self._dir, f"stack-{index}.txt")
+        rank.marks = MarkReader(self._mark_key)
         transport.on_output = lambda data: self._output(rank, data)
         transport.on_message = lambda message: self._message(rank, message)
+        transport.on_exit = lambda status: self._ended(rank, status)
         rank.fatal_dump = lambda: self._fatal(rank)
         self.ranks.append(rank)
 
@@ -304,6 +311,25 @@ class Session:
 
     # -- I/O callbacks ----------------------------------------------------------------------
     def _output(self, rank: Rank, data: bytes) -> None:
+        """Take the events out of a rank's output (see `MarkReader`), then hand on the rest."""
+        parts = rank.marks.feed(data)
+        if len(parts) == 1 and isinstance(parts[0], bytes):
+            self._received(rank, parts[0])
+            return
+        for part in parts:
+            if isinstance(part, bytes):
+                self._received(rank, part)
+            else:
+                self._message(rank, part)
+
+    def _ended(self, rank: Rank, status: int) -> None:
+        """A rank's process is gone: what its output held back is output after all, then the exit."""
+        held = rank.marks.flush()
+        if held:
+            self._received(rank, held)
+        rank.on_exit(status)
+
+    def _received(self, rank: Rank, data: bytes) -> None:
         """Record a rank's output and hand it to the front ends."""
         rank.received(data)
         self._touched.add(rank.index)
@@ -314,11 +340,12 @@ class Session:
     def _state_changed(self, rank: Rank) -> None:
         """Tell the front ends, wake the waiters; a rank found waiting or gone gets its collectives read."""
         self._touched.add(rank.index)
+        state = rank.state
         for callback in self.on_state:
-            callback(rank.index, rank.state)
-        if (rank.state.phase is Phase.WAITING or not rank.state.alive) and not self._closing:
+            callback(rank.index, state)
+        if (state.phase is Phase.WAITING or state.exit_code is not None) and not self._closing:
             self.verdicts.trigger()
-        crash = rank.state.crash
+        crash = state.crash
         if crash is not None and UNUSED_ERROR in crash.message and not self._explained:
             self._explained = True  # every rank fails the same way: one rank names the parameters
             self._reports.append(asyncio.ensure_future(explain_unused(self, rank.index)))
@@ -326,15 +353,21 @@ class Session:
 
     def _notify(self) -> None:
         """Wake every coroutine waiting for a change."""
+        if not self._changed:
+            return
         waiters, self._changed = self._changed, []
         for waiter in waiters:
             _resolve(waiter)
 
     async def _changed_or_tick(self) -> None:
-        """Wait for any change, or at most one tick."""
+        """Wait for any change, or at most one tick (the watchdog's, once it runs: no timer of
+        its own, which a lockstep step would set and cancel on every wake-up)."""
         assert self._loop is not None
         waiter = self._loop.create_future()
         self._changed.append(waiter)
+        if self._ticking:
+            await waiter
+            return
         timer = self._loop.call_later(TICK, _resolve, waiter)
         try:
             await waiter
@@ -355,19 +388,33 @@ class Session:
         """Mark stalled ranks waiting (see `StallWatch`); a waiting rank using CPU runs again."""
         assert self._job is not None
         sampled = 0.0
-        while not self._closing:
-            now = time.monotonic()
-            if now - sampled >= IDLE_WINDOW:
-                sampled = now
-                if any(self._stalls.watched(rank, now) for rank in self.ranks):  # none while all pause
-                    await asyncio.to_thread(self._sample)  # a process scan never runs on the loop
-                for rank in self._stalls.sample(self.ranks, time.monotonic()):
-                    rank.resumed()
-            for rank in self.ranks:
-                if self._stalls.due(rank, now):
-                    self._spawn_task(self._stalls.mark_waiting(rank))
-            self._notify()
-            await asyncio.sleep(TICK)
+        self._ticking = True
+        try:
+            while not self._closing:
+                now = time.monotonic()
+                if now - sampled >= IDLE_WINDOW:
+                    sampled = now
+                    if any(self._stalls.watched(rank, now) for rank in self.ranks):  # none while all pause
+                        await self._scan()
+                    for rank in self._stalls.sample(self.ranks, time.monotonic()):
+                        rank.resumed()
+                for rank in self.ranks:
+                    if self._stalls.due(rank, now):
+                        self._spawn_task(self._stalls.mark_waiting(rank))
+                self._notify()
+                await asyncio.sleep(TICK)
+        finally:
+            self._ticking = False
+
+    async def _scan(self) -> None:
+        """Sample the process table on a thread (never on the loop); meanwhile the waiters keep
+        time with timers of their own, as this scan can outlast a tick."""
+        self._ticking = False
+        self._notify()
+        try:
+            await asyncio.to_thread(self._sample)
+        finally:
+            self._ticking = True
 
     def _sample(self) -> None:
         """CPU samples of every rank's process tree, spawned or linked (blocking)."""
@@ -485,17 +532,17 @@ class Session:
         else:
             candidates = self.outstanding & self._touched
         self._touched.clear()
-        back = {i for i in candidates if self._returned(self.ranks[i], start[i][1])}
+        back = {i for i in candidates if self._returned(self.ranks[i], start[i][1], now)}
         if back:
             self.outstanding -= back
         return self.outstanding
 
     @staticmethod
-    def _returned(rank: Rank, paused_count: int) -> bool:
+    def _returned(rank: Rank, paused_count: int, now: float) -> bool:
         """True when a rank sent a command is back at its prompt, stalled, or gone."""
-        if rank.state.at_prompt:
-            return rank.paused_count > paused_count and rank.settled(time.monotonic())
-        return rank.settled(time.monotonic())
+        if rank.state.phase is Phase.PAUSED:
+            return rank.paused_count > paused_count and rank.settled(now)
+        return rank.settled(now)
 
     def divergence(self, targets: Iterable[int] | None = None) -> str:
         """Where the targeted paused ranks stand, when that is not one place; empty otherwise.

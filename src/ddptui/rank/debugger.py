@@ -260,7 +260,10 @@ class RankPdb(_ORIGINAL_PDB):
     def _report_paused(self) -> None:
         """Send where this rank's prompt is open, and how deep in the shown stack."""
         if self.curframe is not None:
-            link.send(Paused(location(self.curframe), self.post_mortem, self.curindex))
+            message = Paused(location(self.curframe), self.post_mortem, self.curindex)
+            # Post-mortem stays on the link, in order after the `exception` event it follows.
+            if self.post_mortem or not link.mark(message):
+                link.send(message)
 
 
 def breakpointhook(*args: Any, **kwargs: Any) -> None:

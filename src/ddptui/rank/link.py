@@ -5,6 +5,10 @@ Why a socket and not text on the pty: "at the prompt" cannot be told reliably fr
 session's token come in the environment, which survives torchrun and mp.spawn (an inherited fd
 does not). Requests are read and answered by ddptui threads, so they are served whatever the
 main thread does: sitting at a prompt, blocked in a collective, or running the user's code.
+
+One event goes the other way when it can: `paused`, just before a prompt the rank prints on its
+own terminal, is written there as a mark only this session can make (`Link.mark`), so it comes
+in order with the prompt it announces, and a lockstep step costs the core one read per rank.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ class Link:
         self._sock: socket.socket | None = None
         self._lock = threading.Lock()
         self._hung_up = False
+        self._mark: bytes | None = None
+        """`MARK_INTRO KEY ;` when this process's stdout is a terminal the core reads, else None."""
         self.on_message: Callable[[Message], None] | None = None
         """Called on the link's thread with every message from the core that is not a `Request`."""
         self.on_lost: Callable[[], None] | None = None
@@ -52,6 +58,8 @@ class Link:
         except (OSError, ValueError):
             return
         self._sock = sock
+        if os.isatty(1):
+            self._mark = protocol.MARK_INTRO + protocol.mark_key(self._token) + b";"
         self.send(Hello(protocol.VERSION, self._token, identity))
         threading.Thread(target=self._serve, args=(sock,), name="ddptui-link", daemon=True).start()
 
@@ -66,6 +74,23 @@ class Link:
                 sock.sendall(data)
             except OSError:
                 self._sock = None
+
+    def mark(self, message: Message) -> bool:
+        """Say `message` on this process's terminal instead of the socket; False when it cannot.
+
+        For a `paused` just before a prompt the rank prints itself: the core reads the event
+        with the prompt, in order, and reads one channel a step instead of two.
+        """
+        mark = self._mark
+        if mark is None or self._sock is None:
+            return False
+        data = mark + message.encode()[:-1] + protocol.MARK_END
+        if len(data) > protocol.MAX_MARK:
+            return False
+        try:
+            return os.write(1, data) == len(data)
+        except OSError:
+            return False
 
     def _serve(self, sock: socket.socket) -> None:
         """Read requests until the core hangs up; answer each on a thread of its own."""
@@ -111,7 +136,7 @@ class Link:
 
     def _forget(self) -> None:
         """In a forked child: the socket belongs to the parent, whose rank this process is not."""
-        self._sock = None
+        self._sock = self._mark = None
 
 
 def open_socket(address: str) -> socket.socket:

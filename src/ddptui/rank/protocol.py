@@ -33,6 +33,25 @@ RANK_ENV = "DDPTUI_RANK"
 MAX_LINE = 1 << 20
 """Longest message accepted, in bytes; a longer line is garbage."""
 
+MARK_INTRO = b"\x1b]5379;"
+"""How a `paused` sent on the rank's terminal begins: an OSC sequence, `INTRO KEY ; JSON BEL`.
+
+A rank at a prompt it prints itself says `paused` in its terminal, just before the prompt, instead
+of on the link: the core then reads one channel a step, not two, and the event can never arrive
+after the prompt it announces. `KEY` (see `mark_key`) tells it from anything the program prints.
+"""
+MARK_END = b"\x07"
+MAX_MARK = 1024
+"""Longest mark a rank writes (a longer `paused` goes over the link): a tty write this short is
+never split by another thread's output."""
+
+
+def mark_key(token: str) -> bytes:
+    """The key of a session's terminal marks: derived from the token, which it never reveals."""
+    import hashlib  # once a rank, at connect
+
+    return hashlib.sha256(b"ddptui terminal mark\0" + token.encode()).hexdigest()[:24].encode()
+
 
 class ProtocolError(ValueError):
     """A line that is not a well-formed message of this protocol version."""
@@ -304,15 +323,35 @@ def _decode_field(annotation: str, value: Any) -> Any:
     return value
 
 
+_JSON = json.JSONDecoder()
+
+
+def _paused(body: dict[str, Any]) -> Paused:
+    """A `paused` body decoded (every rank sends one a step): the checks of the generic walk, inline."""
+    frame = body.get("frame")
+    post_mortem = body.get("post_mortem", False)
+    depth = body.get("depth", 0)
+    if frame is None:
+        raise ProtocolError("paused without frame")
+    if not isinstance(post_mortem, bool):
+        raise ProtocolError(f"expected bool, got {type(post_mortem).__name__}")
+    if not isinstance(depth, int) or isinstance(depth, bool):
+        raise ProtocolError(f"expected int, got {type(depth).__name__}")
+    return Paused(Frame.from_json(frame), post_mortem, depth)
+
+
 def decode(line: bytes) -> Message:
     """Decode one JSON line into its message; raise ProtocolError when it is not one."""
     try:
-        body = json.loads(line)
-    except ValueError:
+        body = _JSON.decode(line.decode())
+    except ValueError:  # UnicodeDecodeError too
         raise ProtocolError("not JSON") from None
     if not isinstance(body, dict):
         raise ProtocolError("not a JSON object")
-    cls = MESSAGES.get(body.get("k"))  # type: ignore[arg-type]
+    kind = body.get("k")
+    if kind == "paused":
+        return _paused(body)
+    cls = MESSAGES.get(kind)  # type: ignore[arg-type]
     if cls is None:
         raise ProtocolError(f"unknown message kind {body.get('k')!r:.40}")
     values = {}

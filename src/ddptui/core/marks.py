@@ -1,0 +1,81 @@
+"""Events a rank says in its terminal, taken out of its output before anything reads it.
+
+A rank whose stdout is its terminal says `paused` there, as an OSC sequence just before its
+prompt (`protocol.MARK_INTRO`): the event then arrives with the prompt, in order, on the one
+channel the core reads anyway. Only a mark with the session's key, and whose JSON is a `Paused`,
+is an event; anything else that looks like one is output, passed on as the rank printed it.
+"""
+
+from __future__ import annotations
+
+from ddptui.rank.protocol import MARK_END, MARK_INTRO, MAX_MARK, Message, Paused, ProtocolError, decode
+
+Part = bytes | Message
+
+
+class MarkReader:
+    """Splits one rank's output into output and events, in order; a mark cut by a read is held."""
+
+    def __init__(self, key: bytes) -> None:
+        self._key = key + b";"
+        self._held = b""
+
+    def feed(self, data: bytes) -> list[Part]:
+        """The output and the events in `data` (after what was held), in the order the rank wrote them."""
+        if self._held:
+            data, self._held = self._held + data, b""
+        if MARK_INTRO not in data:  # nearly always: one find in C
+            cut = _cut_intro(data)
+            if cut < len(data):
+                data, self._held = data[:cut], data[cut:]
+            return [data] if data else []
+        parts: list[Part] = []
+        out = search = (
+            0  # output not yet handed on starts at `out`; the next mark is looked for from `search`
+        )
+        while (at := data.find(MARK_INTRO, search)) >= 0:
+            end = data.find(MARK_END, at, at + MAX_MARK)
+            if end < 0:
+                if len(data) - at < MAX_MARK:  # the rest of the mark is still on its way
+                    self._held = data[at:]
+                    data = data[:at]
+                    break
+                search = at + 1  # never ended: output
+                continue
+            message = self._event(data[at + len(MARK_INTRO) : end])
+            if message is None:
+                search = at + 1
+                continue
+            if at > out:
+                parts.append(data[out:at])
+            parts.append(message)
+            out = search = end + 1
+        else:
+            cut = max(_cut_intro(data), out)
+            data, self._held = data[:cut], data[cut:]
+        if len(data) > out:
+            parts.append(data[out:])
+        return parts
+
+    def flush(self) -> bytes:
+        """What is held (the rank's output ended inside something that looked like a mark)."""
+        held, self._held = self._held, b""
+        return held
+
+    def _event(self, body: bytes) -> Message | None:
+        """The `Paused` a mark's body carries under this session's key, else None."""
+        if not body.startswith(self._key):
+            return None
+        try:
+            message = decode(body[len(self._key) :])
+        except ProtocolError:
+            return None
+        return message if isinstance(message, Paused) else None
+
+
+def _cut_intro(data: bytes) -> int:
+    """Where a beginning of `MARK_INTRO` ends `data` (len(data) when none does)."""
+    at = data.rfind(b"\x1b", max(len(data) - len(MARK_INTRO) + 1, 0))
+    if at >= 0 and MARK_INTRO.startswith(data[at:]):
+        return at
+    return len(data)

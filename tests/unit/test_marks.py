@@ -1,0 +1,91 @@
+"""`MarkReader`: the `paused` a rank says in its terminal, taken out of its output, and nothing else."""
+
+from __future__ import annotations
+
+import pytest
+
+from ddptui.core.marks import MarkReader
+from ddptui.rank.protocol import MARK_END, MARK_INTRO, MAX_MARK, Frame, Paused
+
+KEY = b"k" * 24
+PAUSED = Paused(Frame("/tmp/train.py", 12, "<module>"), depth=1)
+
+
+def mark(message: Paused = PAUSED, key: bytes = KEY) -> bytes:
+    """The bytes a rank writes (see `Link.mark`)."""
+    return MARK_INTRO + key + b";" + message.encode()[:-1] + MARK_END
+
+
+def read(chunks: list[bytes], key: bytes = KEY) -> tuple[bytes, list[object], list[object]]:
+    """(all output, the events, every part in order) of feeding `chunks`, then the end."""
+    reader = MarkReader(key)
+    parts: list[object] = []
+    for chunk in chunks:
+        parts += reader.feed(chunk)
+    parts.append(reader.flush())
+    output = b"".join(part for part in parts if isinstance(part, bytes))
+    return output, [part for part in parts if not isinstance(part, bytes)], [p for p in parts if p != b""]
+
+
+STREAM = b"\x1b[31mloss 0.5\x1b[0m\r\n> train.py(12)<module>()\r\n" + mark() + b"(Pdb r0) "
+
+
+def test_a_mark_becomes_an_event_in_its_place() -> None:
+    """Output before the mark, the event, then the prompt: the order the rank wrote them in."""
+    output, events, parts = read([STREAM])
+    assert events == [PAUSED]
+    assert output == STREAM.replace(mark(), b"")
+    assert parts == [STREAM.split(MARK_INTRO)[0], PAUSED, b"(Pdb r0) "]
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 8, 9, 64])
+def test_reads_of_any_size_give_the_same_output_and_events(size: int) -> None:
+    """A mark cut anywhere by a read is held until the rest arrives."""
+    stream = STREAM * 3
+    chunks = [stream[i : i + size] for i in range(0, len(stream), size)]
+    assert read(chunks)[:2] == read([stream])[:2]
+    assert read(chunks)[1] == [PAUSED] * 3
+
+
+@pytest.mark.parametrize(
+    "fake",
+    [
+        mark(key=b"x" * 24),  # another key: anything a program prints, replayed logs included
+        mark(key=b""),
+        MARK_INTRO + KEY + b';{"k":"paused","frame":"nowhere"}' + MARK_END,
+        MARK_INTRO + KEY + b';{"k":"exited","code":0}' + MARK_END,  # only `paused` travels this way
+        MARK_INTRO + KEY + b";\xff\xfe not json" + MARK_END,
+        MARK_INTRO + KEY + b";" + MARK_END,
+    ],
+)
+def test_anything_else_that_looks_like_a_mark_is_output_as_printed(fake: bytes) -> None:
+    """Hostile or stray bytes are data: passed on untouched, never an event."""
+    stream = b"before " + fake + b" after" + mark()
+    output, events, _ = read([stream])
+    assert output == b"before " + fake + b" after"
+    assert events == [PAUSED]
+
+
+def test_a_mark_that_never_ends_is_output_once_it_is_too_long() -> None:
+    """Nothing is held for ever: an unended intro longer than a mark can be is output."""
+    reader = MarkReader(KEY)
+    start = MARK_INTRO + KEY + b";" + b"a" * 100
+    assert reader.feed(start) == []  # could still be a mark
+    rest = b"b" * MAX_MARK
+    (output,) = reader.feed(rest)
+    assert output == start + rest
+    assert reader.flush() == b""
+
+
+def test_what_is_held_when_the_output_ends_is_output() -> None:
+    """A rank that exits right after an escape's first byte loses nothing."""
+    reader = MarkReader(KEY)
+    assert reader.feed(b"done\x1b") == [b"done"]  # could be a mark's first byte
+    assert reader.flush() == b"\x1b"
+    assert reader.feed(b"\x1b[0m") == [b"\x1b[0m"]  # a complete escape that is not one
+
+
+def test_output_without_marks_is_passed_through_as_one_part() -> None:
+    """The common case costs one search: the chunk comes back as it is."""
+    data = b"x" * 70000 + b"\x1b[0m"
+    assert MarkReader(KEY).feed(data) == [data]
