@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from ddptui.rank.protocol import MARK_END, MARK_INTRO, MAX_MARK, Message, Paused, ProtocolError, decode
 
-Part = bytes | Message
-
 
 class MarkReader:
     """Splits one rank's output into output and events, in order; a mark cut by a read is held."""
@@ -20,25 +18,27 @@ class MarkReader:
         self._key = key + b";"
         self._held = b""
 
-    def feed(self, data: bytes) -> list[Part]:
-        """The output and the events in `data` (after what was held), in the order the rank wrote them."""
+    def feed(self, data: bytes) -> tuple[bytes, list[Message]]:
+        """The output in `data` (after what was held) without its marks, and the events they carry.
+
+        Each event is what the rank said just before the prompt that follows it: handling the
+        events of a read before its output changes nothing a view or a waiter can tell.
+        """
         if self._held:
             data, self._held = self._held + data, b""
         if MARK_INTRO not in data:  # nearly always: one find in C
             cut = _cut_intro(data)
             if cut < len(data):
                 data, self._held = data[:cut], data[cut:]
-            return [data] if data else []
-        parts: list[Part] = []
-        out = search = (
-            0  # output not yet handed on starts at `out`; the next mark is looked for from `search`
-        )
+            return data, []
+        kept: list[bytes] = []
+        events: list[Message] = []
+        out = search = 0  # output not yet kept starts at `out`; the next mark is looked for from `search`
         while (at := data.find(MARK_INTRO, search)) >= 0:
             end = data.find(MARK_END, at, at + MAX_MARK)
             if end < 0:
                 if len(data) - at < MAX_MARK:  # the rest of the mark is still on its way
-                    self._held = data[at:]
-                    data = data[:at]
+                    data, self._held = data[:at], data[at:]
                     break
                 search = at + 1  # never ended: output
                 continue
@@ -46,16 +46,14 @@ class MarkReader:
             if message is None:
                 search = at + 1
                 continue
-            if at > out:
-                parts.append(data[out:at])
-            parts.append(message)
+            kept.append(data[out:at])
+            events.append(message)
             out = search = end + 1
         else:
             cut = max(_cut_intro(data), out)
             data, self._held = data[:cut], data[cut:]
-        if len(data) > out:
-            parts.append(data[out:])
-        return parts
+        kept.append(data[out:])
+        return b"".join(kept), events
 
     def flush(self) -> bytes:
         """What is held (the rank's output ended inside something that looked like a mark)."""

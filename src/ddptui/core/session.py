@@ -312,15 +312,11 @@ class Session:
     # -- I/O callbacks ----------------------------------------------------------------------
     def _output(self, rank: Rank, data: bytes) -> None:
         """Take the events out of a rank's output (see `MarkReader`), then hand on the rest."""
-        parts = rank.marks.feed(data)
-        if len(parts) == 1 and isinstance(parts[0], bytes):
-            self._received(rank, parts[0])
-            return
-        for part in parts:
-            if isinstance(part, bytes):
-                self._received(rank, part)
-            else:
-                self._message(rank, part)
+        data, events = rank.marks.feed(data)
+        for event in events:
+            self._message(rank, event)
+        if data:
+            self._received(rank, data)
 
     def _ended(self, rank: Rank, status: int) -> None:
         """A rank's process is gone: what its output held back is output after all, then the exit."""

@@ -11,7 +11,7 @@ from typing import Any
 
 from ddptui.rank.hooks import when_imported
 from ddptui.rank.link import link
-from ddptui.rank.protocol import RANK_ENV, Frame, Paused, is_library
+from ddptui.rank.protocol import RANK_ENV, Frame, is_library, paused_line
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -259,11 +259,15 @@ class RankPdb(_ORIGINAL_PDB):
 
     def _report_paused(self) -> None:
         """Send where this rank's prompt is open, and how deep in the shown stack."""
-        if self.curframe is not None:
-            message = Paused(location(self.curframe), self.post_mortem, self.curindex)
-            # Post-mortem stays on the link, in order after the `exception` event it follows.
-            if self.post_mortem or not link.mark(message):
-                link.send(message)
+        frame = self.curframe
+        if frame is None:
+            return
+        code = frame.f_code
+        line = paused_line(code.co_filename, frame.f_lineno, code.co_name, self.post_mortem, self.curindex)
+        if self.post_mortem:  # on the link, in order after the `exception` event it follows
+            link.send_line(line)
+        else:
+            link.paused(line)
 
 
 def breakpointhook(*args: Any, **kwargs: Any) -> None:

@@ -7,7 +7,7 @@ does not). Requests are read and answered by ddptui threads, so they are served 
 main thread does: sitting at a prompt, blocked in a collective, or running the user's code.
 
 One event goes the other way when it can: `paused`, just before a prompt the rank prints on its
-own terminal, is written there as a mark only this session can make (`Link.mark`), so it comes
+own terminal, is written there as a mark only this session can make (`Link.paused`), so it comes
 in order with the prompt it announces, and a lockstep step costs the core one read per rank.
 """
 
@@ -68,23 +68,34 @@ class Link:
         sock = self._sock
         if sock is None:
             return
-        data = message.encode()
+        self.send_line(message.encode())
+
+    def send_line(self, data: bytes) -> None:
+        """Send one encoded message (see `send`)."""
+        sock = self._sock
+        if sock is None:
+            return
         with self._lock:
             try:
                 sock.sendall(data)
             except OSError:
                 self._sock = None
 
-    def mark(self, message: Message) -> bool:
-        """Say `message` on this process's terminal instead of the socket; False when it cannot.
+    def paused(self, line: bytes) -> None:
+        """Say `paused` (an encoded line) on this process's terminal if it can, else on the socket.
 
-        For a `paused` just before a prompt the rank prints itself: the core reads the event
-        with the prompt, in order, and reads one channel a step instead of two.
+        Only for a `paused` just before a prompt the rank prints itself: the core reads the
+        event with the prompt, in order, and reads one channel a step instead of two.
         """
+        if not self._mark_line(line):
+            self.send_line(line)
+
+    def _mark_line(self, line: bytes) -> bool:
+        """Write `line` to the terminal as a mark; False when it cannot (no terminal, too long)."""
         mark = self._mark
         if mark is None or self._sock is None:
             return False
-        data = mark + message.encode()[:-1] + protocol.MARK_END
+        data = mark + line[:-1] + protocol.MARK_END
         if len(data) > protocol.MAX_MARK:
             return False
         try:
