@@ -245,3 +245,14 @@ def test_where_shows_the_users_frames_only_as_the_stack_moves(ddptui: Runner) ->
     assert [line.split("nested.py")[1] for line in first] == ["(13)<module>()", "(7)scaled()"]
     assert first[1].startswith(">") and after_up[0].startswith(">")
     assert [line.lstrip(" >") for line in after_up] == [line.lstrip(" >") for line in first]
+
+
+def test_pdb_display_shows_what_changed_at_each_stop(ddptui: Runner) -> None:
+    """`display EXPR` is pdb's own watch: each stop where it changed prints it (RankPdb's
+    prompt hook must not swallow it)."""
+    result = ddptui.batch(SCRIPTS / "steps.py", "display value\nn\nn\n", nproc=2)
+    for rank in (0, 1):
+        lines = rank_lines(result.stdout, rank)
+        start = rank * 10
+        assert f"display value: {start + 1}  [old: {start}]" in lines, result.stdout
+        assert f"display value: {start + 3}  [old: {start + 1}]" in lines, result.stdout

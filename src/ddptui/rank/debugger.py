@@ -232,12 +232,15 @@ class RankPdb(_ORIGINAL_PDB):
             active = outer
 
     def preloop(self) -> None:
-        """Report `paused` when the prompt opens."""
+        """Show pdb's `display` expressions that changed, then report `paused`: the prompt opens."""
+        super().preloop()
         self._report_paused()
 
     def postcmd(self, stop: Any, line: str) -> Any:
-        """Report `paused` again after a command that leaves the prompt open (p, w, l, ...)."""
-        stop = super().postcmd(stop, line)
+        """Report `paused` again after a command that leaves the prompt open (p, w, l, ...).
+
+        (`cmd.Cmd.postcmd` only returns `stop`.)
+        """
         if not stop:
             self._report_paused()
         return stop
