@@ -36,6 +36,7 @@ class Link:
         self._sock: socket.socket | None = None
         self._lock = threading.Lock()
         self._hung_up = False
+        self._mark_prefix = b""
         self._mark: bytes | None = None
         """`MARK_INTRO KEY ;` when this process's stdout is a terminal the core reads, else None."""
         self.on_message: Callable[[Message], None] | None = None
@@ -58,8 +59,8 @@ class Link:
         except (OSError, ValueError):
             return
         self._sock = sock
-        if os.isatty(1):
-            self._mark = protocol.MARK_INTRO + protocol.mark_key(self._token) + b";"
+        self._mark_prefix = protocol.MARK_INTRO + protocol.mark_key(self._token) + b";"
+        self.terminal_changed()
         self.send(Hello(protocol.VERSION, self._token, identity))
         threading.Thread(target=self._serve, args=(sock,), name="ddptui-link", daemon=True).start()
 
@@ -80,6 +81,11 @@ class Link:
                 sock.sendall(data)
             except OSError:
                 self._sock = None
+
+    def terminal_changed(self) -> None:
+        """Look again at what stdout is: marks go there only while it is a terminal (a relayed
+        rank's stdout becomes the relay's pty after it connected, and can get its own back)."""
+        self._mark = self._mark_prefix if self._mark_prefix and os.isatty(1) else None
 
     def paused(self, line: bytes) -> None:
         """Say `paused` (an encoded line) on this process's terminal if it can, else on the socket.

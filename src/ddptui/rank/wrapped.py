@@ -86,6 +86,7 @@ def become_rank(rank: int, local_rank: int | None, world_size: int | None) -> bo
         if not link.connected:
             return False
         relay = Relay(link.send)
+        link.terminal_changed()  # stdout is the relayed pty now: `paused` can go in it
         link.on_message = relay.receive
         link.on_lost = _disconnected
     debugger.install()
