@@ -33,6 +33,8 @@ from ddptui.core.verdicts import VerdictWatch
 from ddptui.rank.protocol import Hello, Message, Reply, StartsRanks, mark_key
 
 TICK = 0.1
+ACTIVE = frozenset((Phase.STARTING, Phase.RUNNING, Phase.WAITING))
+"""Phases in which a rank can stall: the watchdog's to look at."""
 """Seconds between checks for stalled ranks and overdue prompts."""
 
 
@@ -106,6 +108,8 @@ class Session:
         self._mark_key = b""
         self._ticking = False
         """True while the watchdog runs: it wakes every waiter once a tick."""
+        self._active: set[int] = set()
+        """Ranks starting, running or waiting: the ones the watchdog looks at (none while all pause)."""
         self._server: ChannelServer | None = None
         self._job: LocalJob | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -173,6 +177,7 @@ class Session:
     def _add_rank(self, index: int, transport: RankTransport) -> None:
         """Track a rank: its output, its events, its exit."""
         rank = Rank(index, transport, self._state_changed)
+        self._active.add(index)  # starting
         if isinstance(transport, LocalRank):
             transport.dump_path = os.path.join(self._dir, f"stack-{index}.txt")
         rank.marks = MarkReader(self._mark_key)
@@ -337,6 +342,10 @@ class Session:
         """Tell the front ends, wake the waiters; a rank found waiting or gone gets its collectives read."""
         self._touched.add(rank.index)
         state = rank.state
+        if state.exit_code is None and state.phase in ACTIVE:
+            self._active.add(rank.index)
+        else:
+            self._active.discard(rank.index)
         for callback in self.on_state:
             callback(rank.index, state)
         if (state.phase is Phase.WAITING or state.exit_code is not None) and not self._closing:
@@ -388,13 +397,14 @@ class Session:
         try:
             while not self._closing:
                 now = time.monotonic()
-                if now - sampled >= IDLE_WINDOW:
+                active = [self.ranks[i] for i in self._active]  # none while every rank is paused
+                if now - sampled >= IDLE_WINDOW and active:
                     sampled = now
-                    if any(self._stalls.watched(rank, now) for rank in self.ranks):  # none while all pause
+                    if any(self._stalls.watched(rank, now) for rank in active):
                         await self._scan()
                     for rank in self._stalls.sample(self.ranks, time.monotonic()):
                         rank.resumed()
-                for rank in self.ranks:
+                for rank in active:
                     if self._stalls.due(rank, now):
                         self._spawn_task(self._stalls.mark_waiting(rank))
                 self._notify()

@@ -19,6 +19,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Grid
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer
 
 from ddptui.core import commands
@@ -117,6 +118,11 @@ class DdptuiApp(App[int]):
         self._states: list[RankState] = []
         """Every rank's state as last told; the rank bar shows it once per frame."""
         self._bar_stale = False
+        self._flight: Timer | None = None
+        self._marks_stale = True
+        self._marks_found = 0
+        """How many verdicts the grid's marks were last worked out with."""
+        """The rank bar's refresh: runs while a command is in flight or states change, rests otherwise."""
 
     # -- layout -----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -164,7 +170,7 @@ class DdptuiApp(App[int]):
         loop.add_signal_handler(signal.SIGTERM, self.shutdown)
         loop.add_signal_handler(signal.SIGINT, self.shutdown)  # `kill -INT`: the terminal's ^C is a key
         loop.add_signal_handler(signal.SIGHUP, self.hang_up)
-        self.set_interval(0.1, self._show_flight)
+        self._flight = self.set_interval(0.1, self._show_flight)
         if self.state_grid is not None:
             self.set_interval(0.25, self._mark_grid)
         self.call_after_refresh(self.start_session)
@@ -248,7 +254,9 @@ class DdptuiApp(App[int]):
         # Two states, not `bar.crashed` (a scan of every rank): 256 ranks stepping make 256 calls.
         crashed_before, focus_crashed = has_crashed(states[rank]), has_crashed(states[self.focused_rank])
         states[rank] = state
-        self._bar_stale = True  # the bar redraws with the next frame: a step of N ranks is N events
+        self._bar_stale = self._marks_stale = True  # drawn once a frame: a step of N ranks is N events
+        if self._flight is not None:
+            self._flight.resume()
         if self.state_grid is not None:
             self.state_grid.set_state(rank, state)
         self._dress_pane(self.pane(rank), state)
@@ -271,6 +279,8 @@ class DdptuiApp(App[int]):
             bar.states = tuple(self._states)
         bar.outstanding = self.session.outstanding
         bar.in_flight = self.session.in_flight_command
+        if not bar.in_flight and self._flight is not None:
+            self._flight.pause()  # nothing moves until a rank's state does (an idle app costs nothing)
 
     # -- state grid (many ranks) -------------------------------------------------------------
     def on_state_grid_selected(self, event: StateGrid.Selected) -> None:
@@ -349,9 +359,12 @@ class DdptuiApp(App[int]):
     def _mark_grid(self) -> None:
         """Mark the root cause, and the ranks missing from a collective while others wait in it."""
         assert self.state_grid is not None
+        found = self.session.verdicts.found  # only ever appended to
+        if not self._marks_stale and len(found) == self._marks_found:
+            return  # nothing changed (an idle app with 256 ranks must not scan them 4 times a second)
+        self._marks_stale, self._marks_found = False, len(found)
         ranks = self.session.ranks
         failures = [Failure(r.index, r.failed_at, r.state) for r in ranks if r.failed_at is not None]
-        found = self.session.verdicts.found
         waiting = any(rank.state.phase is Phase.WAITING for rank in ranks)
         missing = {r for v in found if v.kind in MISSING_KINDS for r in v.suspects} if waiting else set()
         self.state_grid.set_marks(root_cause(failures, found), missing)
