@@ -2,7 +2,7 @@
 
 import pytest
 
-from ddptui.core.text import inert, terminal_lines
+from ddptui.core.text import inert, overwrite, terminal_lines
 
 
 def test_pdb_bytes_become_lines() -> None:
@@ -21,6 +21,42 @@ def test_colours_osc_and_garbage_are_dropped() -> None:
 
 def test_backspace_overwrites() -> None:
     assert terminal_lines(b"abc\b\bX\n") == ["aXc"]
+
+
+def cell_by_cell(line: str) -> str:
+    """What a terminal shows for one line, character by character (the reference)."""
+    cells: list[str] = []
+    col = 0
+    for char in line:
+        if char == "\r":
+            col = 0
+        elif char == "\b":
+            col = max(col - 1, 0)
+        else:
+            cells[col : col + 1] = [char]
+            col += 1
+    return "".join(cells)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "",
+        "plain",
+        "ends\r",
+        "ends\r\r",
+        "\r",
+        "10%\r20%",
+        "10%\r20%\r",
+        "ab\bX",
+        "\b\bx",
+        "a\rbc\r\bZ",
+        "x\r\r",
+    ],
+)
+def test_overwrite_is_what_a_terminal_shows(line: str) -> None:
+    """The shortcut for lines without returns or backspaces inside them changes no answer."""
+    assert overwrite(line) == cell_by_cell(line)
 
 
 # What a rank may print to reach the user's terminal: clipboard write (OSC 52), title (OSC 0),

@@ -46,6 +46,9 @@ def strip_escapes(text: str) -> str:
 
 def overwrite(line: str) -> str:
     """Apply carriage returns and backspaces the way a terminal would to one line."""
+    line = line.rstrip("\r")  # a return at the end moves nothing (a pty ends every line with one)
+    if "\r" not in line and "\b" not in line:
+        return line  # nearly every line: no character is overwritten
     cells: list[str] = []
     col = 0
     for char in line:
