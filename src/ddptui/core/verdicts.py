@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from ddptui.core.collectives import RankStatus, Record, Verdict, diagnose, parse_log
+from ddptui.core.state import Phase
 from ddptui.rank.protocol import Reply
 
 if TYPE_CHECKING:
@@ -23,6 +24,8 @@ STEP_CHECK_INTERVAL = 1.0
 """Seconds between two checks caused by lockstep steps."""
 LOG_TIMEOUT = 2.0
 """Seconds a rank has to send its collective log."""
+SETTLE_MARGIN = 2.0
+"""Seconds past the stall timeout a hang's missing rank gets to be found waiting."""
 
 
 class VerdictWatch:
@@ -70,13 +73,36 @@ class VerdictWatch:
         await self.refresh()
         if not any(self.logs.values()):
             return []
-        statuses = {rank.index: RankStatus.of(rank.state) for rank in self.session.ranks}
-        new = [v for v in diagnose(self.logs, statuses) if _about(v) not in self._said]
+        verdicts = self._diagnose()
+        moving = {rank for v in verdicts if v.kind == "hang" for rank in v.suspects if self._running(rank)}
+        if moving:
+            # A rank missing from a collective and still called running may be idle, about to
+            # be called waiting (the stall watch takes its timeout, longer on a loaded machine):
+            # wait that long, so the verdict says where it stands. A rank busy in a loop stays
+            # running, and is said to be.
+            session = self.session
+            await session.wait_until(
+                lambda: not any(self._running(rank) for rank in moving),
+                session.spec.stall_timeout + SETTLE_MARGIN,
+            )
+            await self.refresh()
+            verdicts = self._diagnose()
+        new = [v for v in verdicts if _about(v) not in self._said]
         for verdict in new:
             self._said.add(_about(verdict))
             self.found.append(verdict)
             self._say(str(verdict))
         return new
+
+    def _diagnose(self) -> list[Verdict]:
+        """The verdicts of the logs known now, with the ranks' states now."""
+        statuses = {rank.index: RankStatus.of(rank.state) for rank in self.session.ranks}
+        return diagnose(self.logs, statuses)
+
+    def _running(self, index: int) -> bool:
+        """True for a rank starting or running: not yet found waiting, paused or gone."""
+        state = self.session.ranks[index].state
+        return state.alive and state.phase in (Phase.STARTING, Phase.RUNNING)
 
     async def refresh(self) -> Mapping[int, list[Record]]:
         """Ask every linked live rank for its log; keep the last one of ranks that cannot answer."""
