@@ -81,6 +81,12 @@ def test_what_is_held_when_the_output_ends_is_output() -> None:
     assert reader.feed(b"\x1b[0m") == (b"\x1b[0m", [])  # a complete escape that is not one
 
 
+def test_without_a_key_no_mark_is_an_event() -> None:
+    """A reader not given the session's key yet believes nothing, an empty key included."""
+    for stream in (mark(key=b""), mark()):
+        assert MarkReader(b"").feed(stream) == (stream, [])
+
+
 def test_output_without_marks_is_passed_through_as_one_part() -> None:
     """The common case costs one search: the chunk comes back as it is."""
     data = b"x" * 70000 + b"\x1b[0m"

@@ -15,7 +15,8 @@ class MarkReader:
     """Splits one rank's output into output and events, in order; a mark cut by a read is held."""
 
     def __init__(self, key: bytes) -> None:
-        self._key = key + b";"
+        self._key = key + b";" if key else b""
+        """What a mark's body starts with; empty (no key yet): no mark is an event."""
         self._held = b""
 
     def feed(self, data: bytes) -> tuple[bytes, list[Message]]:
@@ -62,7 +63,7 @@ class MarkReader:
 
     def _event(self, body: bytes) -> Message | None:
         """The `Paused` a mark's body carries under this session's key, else None."""
-        if not body.startswith(self._key):
+        if not self._key or not body.startswith(self._key):
             return None
         try:
             message = decode(body[len(self._key) :])

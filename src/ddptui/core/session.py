@@ -33,9 +33,9 @@ from ddptui.core.verdicts import VerdictWatch
 from ddptui.rank.protocol import Hello, Message, Reply, StartsRanks, mark_key
 
 TICK = 0.1
+"""Seconds between checks for stalled ranks and overdue prompts."""
 ACTIVE = frozenset((Phase.STARTING, Phase.RUNNING, Phase.WAITING))
 """Phases in which a rank can stall: the watchdog's to look at."""
-"""Seconds between checks for stalled ranks and overdue prompts."""
 
 
 @dataclass

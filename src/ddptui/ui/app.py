@@ -119,10 +119,10 @@ class DdptuiApp(App[int]):
         """Every rank's state as last told; the rank bar shows it once per frame."""
         self._bar_stale = False
         self._flight: Timer | None = None
+        """The rank bar's refresh: runs while a command is in flight or states change, rests otherwise."""
         self._marks_stale = True
         self._marks_found = 0
         """How many verdicts the grid's marks were last worked out with."""
-        """The rank bar's refresh: runs while a command is in flight or states change, rests otherwise."""
 
     # -- layout -----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
