@@ -33,7 +33,9 @@ def crash_site(frames: tuple[Frame, ...]) -> Frame | None:
 class Rank:
     """A rank: what it printed, what its debugger is doing, and the transport that reaches it."""
 
-    def __init__(self, index: int, transport: RankTransport, on_change: Callable[[Rank], None]) -> None:
+    def __init__(
+        self, index: int, transport: RankTransport, on_change: Callable[[Rank], None], mark_key: bytes = b""
+    ) -> None:
         self.index = index
         self.transport = transport
         self.output = OutputLog()
@@ -53,8 +55,8 @@ class Rank:
         """The collective log the rank sent as it exited."""
         self.fatal_dump: Callable[[], str | None] = lambda: None
         """Where the rank died of a fatal signal, asked when it is killed by one."""
-        self.marks = MarkReader(b"")
-        """Takes the events the rank says in its terminal out of its output (the session sets the key)."""
+        self.marks = MarkReader(mark_key)
+        """Takes the events the rank says in its terminal (under the session's key) out of its output."""
         self._on_change = on_change
         self._prompt_seen: tuple[int, int, bool] = (-1, -1, False)
         """`prompt_shown`'s last answer, with the output end and input mark it was given for."""

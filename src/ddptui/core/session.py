@@ -20,7 +20,6 @@ from ddptui.core.fatal import fatal_site
 from ddptui.core.linked import LinkedRank
 from ddptui.core.local import LocalJob, LocalRank, SpawnError
 from ddptui.core.logs import SessionLog
-from ddptui.core.marks import MarkReader
 from ddptui.core.rank import Rank
 from ddptui.core.reports import keep_reports
 from ddptui.core.rootcause import ROOT, Failure, tags
@@ -176,11 +175,10 @@ class Session:
 
     def _add_rank(self, index: int, transport: RankTransport) -> None:
         """Track a rank: its output, its events, its exit."""
-        rank = Rank(index, transport, self._state_changed)
+        rank = Rank(index, transport, self._state_changed, self._mark_key)
         self._active.add(index)  # starting
         if isinstance(transport, LocalRank):
             transport.dump_path = os.path.join(self._dir, f"stack-{index}.txt")
-        rank.marks = MarkReader(self._mark_key)
         transport.on_output = lambda data: self._output(rank, data)
         transport.on_message = lambda message: self._message(rank, message)
         transport.on_exit = lambda status: self._ended(rank, status)
