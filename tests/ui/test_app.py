@@ -277,3 +277,22 @@ async def test_broadcast_answers_are_collapsed_in_the_command_log(app: DdptuiApp
         await pilot.press(*"p value", "enter")
         await until(pilot, lambda: "[rank 1] 10" in log())
         assert "[rank 0] 0" in log() and log().index("(ddptui) p value") < log().index("[rank 0] 0")
+
+
+async def test_colon_at_a_pane_prompt_starts_a_ddptui_command_and_typing_comes_back(app: DdptuiApp) -> None:
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: all_paused(app))
+        await pilot.press("f4")  # type into rank 1
+        await until(pilot, lambda: isinstance(app.focused, RankPane) and app.focused.rank == 1)
+        bar = app.query_one(CommandBar)
+        await pilot.press(":")
+        await until(pilot, lambda: app.focused is bar.input and bar.input.value == ":")
+        await pilot.press(*"state", "enter")
+        await until(pilot, lambda: "(ddptui) :state" in app.command_log.lines_text())
+        await until(pilot, lambda: isinstance(app.focused, RankPane) and app.focused.rank == 1)
+        assert not bar.broadcast
+        assert ":" not in screen_text(app, 1)  # pdb never saw it (it would answer *** SyntaxError)
+        # Past the prompt's first key, `:` is the rank's: pdb gets `p {1: 2}` whole.
+        await pilot.press(*"p {1: 2}", "enter")
+        await until(pilot, lambda: "{1: 2}" in screen_text(app, 1).splitlines())
+        assert app.focused is app.pane(1)

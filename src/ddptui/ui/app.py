@@ -101,6 +101,8 @@ class DdptuiApp(App[int]):
         self.page = 0
         self.focused_rank = 0
         self.broadcasting = False
+        self._typed_from: int | None = None
+        """The pane whose `:` opened the command line: it gets the keys back after that line."""
         self.grid_threshold = grid_threshold
         self.panes = [
             RankPane(rank, columns=spec.columns, lines=spec.lines, history=spec.scrollback, id=f"rank-{rank}")
@@ -377,7 +379,20 @@ class DdptuiApp(App[int]):
         self.command_log.show(commands.Result((line,)))
 
     def on_rank_pane_input(self, event: RankPane.Input) -> None:
-        """Keys typed in a pane go to that rank alone."""
+        """Keys typed in a pane go to that rank alone.
+
+        But `:` as the first key at the rank's pdb prompt starts a ddptui command on the command
+        line (pdb takes no line that starts with `:`); once it is entered, typing comes back here.
+        """
+        ranks = self.session.ranks
+        if event.data == b":" and event.rank < len(ranks):
+            rank = ranks[event.rank]
+            if rank.state.at_prompt and rank.prompt_shown():  # nothing typed since the prompt
+                line = self.command_bar.input
+                line.value, line.cursor_position = ":", 1
+                line.focus()
+                self._typed_from = event.rank
+                return
         self.session.send_input(event.rank, event.data)
 
     def on_rank_pane_resized(self, event: RankPane.Resized) -> None:
@@ -391,12 +406,16 @@ class DdptuiApp(App[int]):
         bar = self.command_bar
         if isinstance(focused, RankPane):
             self.focused_rank, self.broadcasting = focused.rank, False
+            self._typed_from = None
         elif focused is bar.input:
             self.broadcasting = True
         bar.broadcast, bar.focused_rank = self.broadcasting, self.focused_rank
 
     def on_command_bar_submitted(self, event: CommandBar.Submitted) -> None:
-        """Run a line from the command line."""
+        """Run a line from the command line (begun by `:` in a pane: typing goes back there)."""
+        pane, self._typed_from = self._typed_from, None
+        if pane is not None and pane in self.shown:
+            self.pane(pane).focus()
         line = event.line.strip()
         try:
             parsed = self.session.parse(line)

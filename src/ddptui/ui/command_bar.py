@@ -25,6 +25,7 @@ class CommandInput(Input):
     whole screen (8 terminal panes) on every key made typing lag during a log flood."""
 
     def __init__(self, **kwargs: object) -> None:
+        kwargs.setdefault("select_on_focus", False)  # a `:` put there from a pane must stay
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.history: list[str] = []
         self._back = 0
