@@ -15,8 +15,10 @@ It times the same step six ways, each on ranks of its own:
 * core: `await Session.broadcast("n")`, from the call until it returns (every rank back at its
   prompt, as its link and its pty both say).
 * batch: `ddptui --batch` end to end (start, replay, transcript, teardown); its cost per step is
-  (median wall time with B+1 `n` lines - median with 1 line) / B, B = --batch-steps (5 S): the
-  start of 64 ranks varies by a second from run to run, so B is long.
+  (median wall time with B+1 `n` lines - median with 1 line) / B, B = --batch-steps (default
+  5 S at 64 ranks and more, and as many more steps as the job is smaller, 5 S x 64 / N): a start
+  varies by 50-100 ms at 4 ranks and by a second at 64 from run to run, so the long run must
+  step for seconds at every size.
 * tmux: N panes of stock-pdb ranks in one tmux window (a private `-L` server, removed at the end)
   with `synchronize-panes` on: one `send-keys n Enter`, then wait until every pane printed a new
   prompt, as a control-mode client (`tmux -C`) sees the panes' output.
@@ -130,15 +132,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="4,16,64", help="comma-separated rank counts (4,16,64)")
     parser.add_argument("--steps", type=int, default=40, help="timed steps S per way and size (40)")
-    parser.add_argument("--batch-steps", type=int, help="B: `n` lines of the long batch run (5 S)")
+    parser.add_argument(
+        "--batch-steps", type=int, help="B: `n` lines of the long batch run (5 S x max(1, 64 / N))"
+    )
     parser.add_argument("--batch-runs", type=int, default=3, help="ddptui --batch runs of each length (3)")
     parser.add_argument("--skip", default="", help="ways to leave out, e.g. rankpdb,hooks,core,batch,tmux")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON instead of a table")
     args = parser.parse_args(argv)
     args.sizes = [int(size) for size in args.sizes.split(",") if size.strip()]
     args.skip = {way.strip() for way in args.skip.split(",") if way.strip()}
-    args.batch_steps = args.batch_steps or 5 * args.steps
-    if min(args.steps, args.batch_steps) < 2 or args.batch_runs < 1 or not args.sizes or min(args.sizes) < 1:
+    if (
+        min(args.steps, args.batch_steps or 2) < 2
+        or args.batch_runs < 1
+        or not args.sizes
+        or min(args.sizes) < 1
+    ):
         parser.error("need --steps >= 2, --batch-steps >= 2, --batch-runs >= 1 and rank counts >= 1")
     if not args.skip <= set(WAYS) - {"stock"}:
         parser.error(f"--skip takes {','.join(sorted(set(WAYS) - {'stock'}))}")
@@ -510,6 +518,11 @@ def measure_tmux(row: Row, script: str, steps: int) -> None:
 
 
 # -- one job size ----------------------------------------------------------------------------
+def batch_steps(args: argparse.Namespace, nproc: int) -> int:
+    """B, the long batch run's extra steps: --batch-steps, else 5 S, times 64 / N below 64 ranks."""
+    return args.batch_steps or 5 * args.steps * max(1, 64 // nproc)
+
+
 def measure(nproc: int, script: str, tmp: str, args: argparse.Namespace) -> Row:
     """Every way at one job size, one after another; a way that fails gets a note instead."""
     row = Row(nproc, load=os.getloadavg()[0])
@@ -517,7 +530,7 @@ def measure(nproc: int, script: str, tmp: str, args: argparse.Namespace) -> Row:
         (("stock", "rankpdb", "hooks"), lambda: measure_bare(row, script, tmp, args.steps, args.skip)),
         (("core",), lambda: asyncio.run(measure_core(row, script, args.steps))),
         (("tmux",), lambda: measure_tmux(row, script, args.steps)),
-        (("batch",), lambda: measure_batch(row, script, tmp, args.batch_steps, args.batch_runs)),
+        (("batch",), lambda: measure_batch(row, script, tmp, batch_steps(args, nproc), args.batch_runs)),
     ]
     for ways, run in parts:
         if ways[0] in args.skip:

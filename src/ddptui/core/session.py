@@ -33,8 +33,6 @@ from ddptui.rank.protocol import Hello, Message, Reply, StartsRanks, mark_key
 
 TICK = 0.1
 """Seconds between checks for stalled ranks and overdue prompts."""
-ACTIVE = frozenset((Phase.STARTING, Phase.RUNNING, Phase.WAITING))
-"""Phases in which a rank can stall: the watchdog's to look at."""
 
 
 @dataclass
@@ -340,7 +338,10 @@ class Session:
         """Tell the front ends, wake the waiters; a rank found waiting or gone gets its collectives read."""
         self._touched.add(rank.index)
         state = rank.state
-        if state.exit_code is None and state.phase in ACTIVE:
+        phase = state.phase  # starting, running or waiting: a rank that can stall, the watchdog's to look at
+        if state.exit_code is None and (
+            phase is Phase.RUNNING or phase is Phase.WAITING or phase is Phase.STARTING
+        ):
             self._active.add(rank.index)
         else:
             self._active.discard(rank.index)
