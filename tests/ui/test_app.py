@@ -296,3 +296,12 @@ async def test_colon_at_a_pane_prompt_starts_a_ddptui_command_and_typing_comes_b
         await pilot.press(*"p {1: 2}", "enter")
         await until(pilot, lambda: "{1: 2}" in screen_text(app, 1).splitlines())
         assert app.focused is app.pane(1)
+        # Typed fast (as tmux send-keys or a quick typist does), the keys after `:` are already
+        # queued at the pane when the command line takes over: they still make the command.
+        log_lines = len(app.command_log.lines_text())
+        pane = app.pane(1)
+        for key in ":stacks\r":
+            pane.post_message(RankPane.Input(1, key.encode(), pane))
+        await until(pilot, lambda: "(ddptui) :stacks" in app.command_log.lines_text()[log_lines:])
+        await until(pilot, lambda: app.focused is pane)
+        assert "stacks" not in screen_text(app, 1)

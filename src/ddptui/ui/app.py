@@ -384,16 +384,33 @@ class DdptuiApp(App[int]):
         But `:` as the first key at the rank's pdb prompt starts a ddptui command on the command
         line (pdb takes no line that starts with `:`); once it is entered, typing comes back here.
         """
+        if self._typed_from == event.rank:  # typed (or pasted) before the command line had the keys
+            self._type_on_command_line(event.data.decode("utf-8", "replace"))
+            return
         ranks = self.session.ranks
-        if event.data == b":" and event.rank < len(ranks):
+        if event.data[:1] == b":" and event.rank < len(ranks):
             rank = ranks[event.rank]
             if rank.state.at_prompt and rank.prompt_shown():  # nothing typed since the prompt
-                line = self.command_bar.input
-                line.value, line.cursor_position = ":", 1
-                line.focus()
                 self._typed_from = event.rank
+                line = self.command_bar.input
+                line.value, line.cursor_position = "", 0
+                line.focus()
+                self._type_on_command_line(event.data.decode("utf-8", "replace"))
                 return
         self.session.send_input(event.rank, event.data)
+
+    def _type_on_command_line(self, text: str) -> None:
+        """Keys that went to a pane after its `:` moved typing to the command line: Enter runs
+        the line, Backspace and printable characters edit it, other keys are dropped."""
+        line = self.command_bar.input
+        for char in text:
+            if char in "\r\n":
+                self.call_later(line.action_submit)
+                return
+            if char in "\x7f\b":
+                line.action_delete_left()
+            elif char.isprintable():
+                line.insert_text_at_cursor(char)
 
     def on_rank_pane_resized(self, event: RankPane.Resized) -> None:
         """A pane's size is its rank's terminal size."""
