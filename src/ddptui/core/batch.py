@@ -51,8 +51,9 @@ class Transcript:
             if dropped:
                 lines.insert(0, f"... {_size(dropped)} not shown ({LOST_HINT})")
             per_rank[rank.index] = lines
-        for line in tagged(per_rank, self.collapse):
-            print(line, file=self.out)
+        lines = tagged(per_rank, self.collapse)
+        if lines:  # one write a step (with PYTHONUNBUFFERED, a print is a system call)
+            self.out.write("".join(f"{line}\n" for line in lines))
         self.out.flush()
 
     def _flush_launcher(self) -> None:
