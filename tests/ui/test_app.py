@@ -11,6 +11,7 @@ import psutil
 import pytest
 from conftest import SCRIPTS, steady_identities, until
 from textual.pilot import Pilot
+from textual.widgets._footer import FooterKey
 
 from ddptui.core.launch import LaunchSpec
 from ddptui.core.session import Session
@@ -305,3 +306,15 @@ async def test_colon_at_a_pane_prompt_starts_a_ddptui_command_and_typing_comes_b
         await until(pilot, lambda: "(ddptui) :stacks" in app.command_log.lines_text()[log_lines:])
         await until(pilot, lambda: app.focused is pane)
         assert "stacks" not in screen_text(app, 1)
+
+
+async def test_moving_between_panes_keeps_the_footer_as_it_is(app: DdptuiApp) -> None:
+    """Textual composes its footer again on every focus change; the keys are the same here."""
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: all_paused(app))
+        keys = list(app.query(FooterKey))
+        assert "f10" in [key.key for key in keys]
+        for press in ("f4", "f4", "f3", "f2", "f2"):
+            await pilot.press(press)
+            await pilot.pause(0.05)
+        assert list(app.query(FooterKey)) == keys  # the same widgets: not composed again

@@ -20,7 +20,6 @@ from textual.binding import Binding
 from textual.containers import Grid
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer
 
 from ddptui.core import commands
 from ddptui.core.answers import answer_lines, tagged
@@ -35,6 +34,7 @@ from ddptui.core.text import inert
 from ddptui.core.wrap import fold_exports
 from ddptui.ui.command_bar import CommandBar
 from ddptui.ui.command_log import CommandLog
+from ddptui.ui.keys_footer import KeysFooter
 from ddptui.ui.quit_screen import QuitScreen
 from ddptui.ui.rank_bar import RankBar, has_crashed
 from ddptui.ui.rank_pane import RankPane
@@ -139,7 +139,7 @@ class DdptuiApp(App[int]):
             yield from self.panes if self.state_grid is None else self.panes[:PAGE_SIZE]
         yield self.command_log
         yield self.command_bar
-        yield Footer()
+        yield KeysFooter()
 
     def pane(self, rank: int) -> RankPane:
         """The pane of a rank."""
