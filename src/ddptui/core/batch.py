@@ -44,12 +44,21 @@ class Transcript:
         """Print what every rank printed since the last flush, identical answers once (`[ranks 0-3]`)."""
         self._flush_launcher()
         per_rank: dict[int, list[str]] = {}
+        # Lines per (output before the rank's own prompt, echo): in lockstep most ranks print the
+        # same, so their terminal text is worked out once a step, not once a rank.
+        read: dict[tuple[bytes, str | None], list[str]] = {}
         for rank in self.session.ranks:
             dropped, data = rank.output.since_with_gap(self._printed.get(rank.index, 0))
             self._printed[rank.index] = rank.output.end
-            lines = answer_lines(data, rank.prompt, (echo or {}).get(rank.index))
+            command = (echo or {}).get(rank.index)
+            if data.endswith(rank.prompt):
+                data = data[: -len(rank.prompt)]
+            key = (data, command)
+            lines = read.get(key)
+            if lines is None:
+                lines = read[key] = answer_lines(data, rank.prompt, command)
             if dropped:
-                lines.insert(0, f"... {_size(dropped)} not shown ({LOST_HINT})")
+                lines = [f"... {_size(dropped)} not shown ({LOST_HINT})", *lines]
             per_rank[rank.index] = lines
         lines = tagged(per_rank, self.collapse)
         if lines:  # one write a step (with PYTHONUNBUFFERED, a print is a system call)
