@@ -135,3 +135,17 @@ def test_a_stranger_that_reuses_a_dead_ranks_pid_is_never_signalled(how: str) ->
     if "Operation not permitted" in result.stderr:
         pytest.skip("no permission for a PID namespace here")
     assert result.stdout.strip() == "unharmed", result.stdout + result.stderr
+
+
+def test_a_process_gone_between_the_scan_and_its_parent_check_does_not_stop_the_teardown() -> None:
+    """`LocalJob.processes` asks each process found for its parent; one may exit in between (a CI
+    run once failed `session.close()` with NoSuchProcess there, ranks still to end)."""
+    import psutil
+
+    from ddptui.core.local import _parent
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    process = psutil.Process(child.pid)
+    assert _parent(process) in (None, psutil.Process().pid)  # alive, or already exited
+    child.wait()
+    assert _parent(process) is None

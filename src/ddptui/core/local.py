@@ -287,6 +287,14 @@ class LocalRank(RankTransport):
         return last
 
 
+def _parent(process: psutil.Process) -> int | None:
+    """A process's parent pid; None once it is gone (it can exit between the scan and this)."""
+    try:
+        return int(process.ppid())
+    except psutil.Error:
+        return None
+
+
 class LocalJob:
     """What one session's local ranks leave behind, and how it all ends."""
 
@@ -329,7 +337,7 @@ class LocalJob:
         """Every live process of the session (remembering adopted children, to reap them later)."""
         found = session_processes((r.process for r in self.ranks), self.state_dir, everyone=False)
         me = os.getpid()
-        self._adopted.update(p.pid for p in found if p.ppid() == me and p.pid not in self._rank_pids())
+        self._adopted.update(p.pid for p in found if _parent(p) == me and p.pid not in self._rank_pids())
         return found
 
     def _rank_pids(self) -> set[int]:
