@@ -123,11 +123,11 @@ async def test_the_command_line_hint_follows_where_keys_go() -> None:
     async with app.run_test(size=(120, 30)) as pilot:
         field = app.command_bar.input
         await until(pilot, lambda: all_paused(app))
-        assert field.placeholder == "F2: type here to broadcast to all"
+        assert field.placeholder == "F2: type here to broadcast to all · or :cmd in a pane"
         await pilot.press("f2")
         await until(pilot, lambda: field.placeholder == BROADCAST_HINT)
         await pilot.press(*":ranks 1", "enter", "f2")
-        await until(pilot, lambda: field.placeholder == "F2: type here to broadcast to ranks 1")
+        await until(pilot, lambda: field.placeholder.startswith("F2: type here to broadcast to ranks 1 ·"))
         app.session.kill_now()
 
 

@@ -101,7 +101,7 @@ class CommandBar(Horizontal):
             self.input.placeholder = BROADCAST_HINT
         else:
             label.update(f" TYPING → rank {self.focused_rank} ")
-            self.input.placeholder = f"F2: type here to broadcast to {self.target}"
+            self.input.placeholder = f"F2: type here to broadcast to {self.target} · or :cmd in a pane"
         self.set_class(self.broadcast, "-broadcast")
         self.set_class(not self.broadcast, "-typing")
 
