@@ -10,8 +10,11 @@ import sys
 import threading
 import time
 
+import psutil
 import pytest
 from conftest import EXAMPLES, ROOT, SCRIPTS, Runner, tagged_ranks, wait_for
+
+from ddptui.core.local import _parent
 
 
 class Started:
@@ -138,12 +141,8 @@ def test_a_stranger_that_reuses_a_dead_ranks_pid_is_never_signalled(how: str) ->
 
 
 def test_a_process_gone_between_the_scan_and_its_parent_check_does_not_stop_the_teardown() -> None:
-    """`LocalJob.processes` asks each process found for its parent; one may exit in between (a CI
-    run once failed `session.close()` with NoSuchProcess there, ranks still to end)."""
-    import psutil
-
-    from ddptui.core.local import _parent
-
+    """`LocalJob.processes` asks each process found for its parent; one may exit in between (a
+    test's `session.close()` once failed with NoSuchProcess there, its ranks still to end)."""
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     process = psutil.Process(child.pid)
     assert _parent(process) in (None, psutil.Process().pid)  # alive, or already exited
