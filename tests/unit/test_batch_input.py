@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
@@ -110,6 +111,33 @@ async def test_lines_of_a_file_without_line_ends(tmp_path: Path) -> None:
     path = tmp_path / "cmds"
     path.write_bytes(b"n\r\np x\n\nc")
     assert await collect(str(path)) == ["n", "p x", "", "c"]
+
+
+async def test_a_long_file_arrives_whole_and_in_order(tmp_path: Path) -> None:
+    """A regular file hands its lines over in chunks (`_CHUNK`); none is lost at their seams."""
+    expected = [f"p {i}" for i in range(2 * batch_input._CHUNK + 7)]
+    path = tmp_path / "cmds"
+    path.write_text("".join(f"{line}\n" for line in expected))
+    assert await collect(str(path)) == expected
+
+
+async def test_a_pipe_hands_each_line_over_as_it_comes() -> None:
+    """What a person or a program types into a pipe runs at once, not when a chunk fills."""
+    read_end, write_end = os.pipe()
+    reading = lines(f"/dev/fd/{read_end}")
+    try:
+        os.write(write_end, b"n\n")
+        assert await asyncio.wait_for(reading.__anext__(), 10) == "n"  # the writer is still there
+        os.write(write_end, b"c\n")
+        assert await asyncio.wait_for(reading.__anext__(), 10) == "c"
+        os.close(write_end)
+        with pytest.raises(StopAsyncIteration):
+            await asyncio.wait_for(reading.__anext__(), 10)
+    finally:
+        await reading.aclose()
+        os.close(read_end)
+        with contextlib.suppress(OSError):
+            os.close(write_end)
 
 
 async def test_dev_null_has_no_lines() -> None:
