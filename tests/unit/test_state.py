@@ -26,3 +26,13 @@ def test_fatal_signal_names_the_site() -> None:
 def test_long_multiline_messages_are_cut() -> None:
     crash = Crash("RuntimeError", "x" * 500 + "\nsecond line", None)
     assert str(crash) == "RuntimeError: " + "x" * 157 + "..."
+
+
+def test_active_means_a_live_rank_that_can_stall() -> None:
+    where = Frame("/nowhere/train.py", 14, "<module>")
+    assert RankState().active  # starting
+    assert RankState().running().active
+    assert RankState().waiting(where, "all_reduce").active
+    assert not RankState().paused(where, False).active
+    assert not RankState().running().exited(0).active
+    assert not RankState().running().ending().exited(-15).active  # keeps its phase, but is gone

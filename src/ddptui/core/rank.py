@@ -76,7 +76,7 @@ class Rank:
         """Replace the state and tell the session (only when it changed)."""
         if state.phase is self.state.phase and state == self.state:
             return
-        if self.failed_at is None and (state.crash is not None or state.exit_code) and failed(state):
+        if self.failed_at is None and failed(state):
             self.failed_at = time.monotonic()
         if state.phase is not self.state.phase:
             self.phase_since = time.monotonic()

@@ -338,10 +338,7 @@ class Session:
         """Tell the front ends, wake the waiters; a rank found waiting or gone gets its collectives read."""
         self._touched.add(rank.index)
         state = rank.state
-        phase = state.phase  # starting, running or waiting: a rank that can stall, the watchdog's to look at
-        if state.exit_code is None and (
-            phase is Phase.RUNNING or phase is Phase.WAITING or phase is Phase.STARTING
-        ):
+        if state.active:  # the watchdog's to look at
             self._active.add(rank.index)
         else:
             self._active.discard(rank.index)

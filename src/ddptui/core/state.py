@@ -90,6 +90,18 @@ class RankState(NamedTuple):
         """True when the rank's debugger is reading a command."""
         return self.phase is Phase.PAUSED
 
+    @property
+    def active(self) -> bool:
+        """True for a live rank starting, running or waiting: one that can stall.
+
+        Phases compared by identity: an enum member's hash is Python code, and a lockstep step
+        asks this twice a rank.
+        """
+        phase = self.phase
+        return self.exit_code is None and (
+            phase is Phase.RUNNING or phase is Phase.WAITING or phase is Phase.STARTING
+        )
+
     # -- transitions (the only ways a state changes) -----------------------------------------
     def running(self) -> RankState:
         """Resumed by a command, or seen making progress again."""
