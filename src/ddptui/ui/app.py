@@ -385,7 +385,7 @@ class DdptuiApp(App[int]):
         line (pdb takes no line that starts with `:`); once it is entered, typing comes back here.
         """
         if self._typed_from == event.rank:  # typed (or pasted) before the command line had the keys
-            self._type_on_command_line(event.data.decode("utf-8", "replace"))
+            self._type_on_command_line(event.data)
             return
         ranks = self.session.ranks
         if event.data[:1] == b":" and event.rank < len(ranks):
@@ -395,15 +395,15 @@ class DdptuiApp(App[int]):
                 line = self.command_bar.input
                 line.value, line.cursor_position = "", 0
                 line.focus()
-                self._type_on_command_line(event.data.decode("utf-8", "replace"))
+                self._type_on_command_line(event.data)
                 return
         self.session.send_input(event.rank, event.data)
 
-    def _type_on_command_line(self, text: str) -> None:
+    def _type_on_command_line(self, data: bytes) -> None:
         """Keys that went to a pane after its `:` moved typing to the command line: Enter runs
         the line, Backspace and printable characters edit it, other keys are dropped."""
         line = self.command_bar.input
-        for char in text:
+        for char in data.decode("utf-8", "replace"):
             if char in "\r\n":
                 self.call_later(line.action_submit)
                 return
