@@ -159,6 +159,17 @@ def test_batch_never_ends_a_rank_that_makes_progress(ddptui: Runner) -> None:
     assert "rank 1 sum 2.0" in rank_lines(result.stdout, 1)
 
 
+def test_batch_waits_for_ranks_still_joining_the_rendezvous(ddptui: Runner) -> None:
+    # rank 1 waits 8 s for rank 0's store, so torch's connect backoff has it sleep for seconds
+    # after the store opens: the whole job idle far longer than the stall timeout, yet joining
+    result = ddptui.run(
+        "--stall-timeout", "0.3", "--batch", "-", str(SCRIPTS / "late_master.py"), "8", stdin=""
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert summary(result.stdout) == {0: "exited 0", 1: "exited 0"}
+    assert "rank 1 sum 2.0" in rank_lines(result.stdout, 1)[0]
+
+
 def test_timeout_ends_a_long_batch_run_and_says_so(ddptui: Runner) -> None:
     started = time.monotonic()
     result = ddptui.run("--timeout", "3", "--batch", "-", str(SCRIPTS / "computes.py"), "600", stdin="")

@@ -2,7 +2,7 @@
 
 import sysconfig
 
-from ddptui.core.stacks import waiting_point
+from ddptui.core.stacks import Frame, joining_store, main_thread, parse_threads, waiting_point
 
 SITE = "/venv/lib/python3.11/site-packages"
 DUMP = f'''Thread 0x00007f0000000001 (most recent call first):
@@ -60,3 +60,18 @@ def test_a_rank_busy_in_a_debugger_command_waits_in_the_users_call_not_in_pdb() 
 '''
     location, callee = waiting_point(dump)
     assert str(location) == "train.py:30" and callee == "wait"
+
+
+def test_joining_store_is_a_stack_standing_in_the_store_creation() -> None:
+    joining = f'''Current thread 0x1 (most recent call first):
+  File "{SITE}/torch/distributed/rendezvous.py", line 198 in _create_c10d_store
+  File "{SITE}/torch/distributed/rendezvous.py", line 270 in _env_rendezvous_handler
+  File "{SITE}/torch/distributed/distributed_c10d.py", line 1700 in init_process_group
+  File "/home/me/train.py", line 10 in <module>
+  File "<frozen runpy>", line 88 in _run_code
+'''
+    assert joining_store(main_thread(parse_threads(joining)))
+    assert not joining_store(main_thread(parse_threads(DUMP)))
+    assert not joining_store([])
+    # a user function of the same name is not torch's
+    assert not joining_store([Frame("/home/me/rendezvous.py", 3, "_create_c10d_store")])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import site
 import socket
@@ -72,12 +73,27 @@ def free_port(addr: str) -> int:
 
 def check_port(addr: str, port: int, option: str = "--master-port") -> None:
     """Raise LaunchError when `port` is taken on `addr` (rank 0's store, or `listen`, could not bind it)."""
+    error = _bind_error(addr, port)
+    if error is not None:
+        raise LaunchError(f"{option} {port} is busy on {addr}: {error.strerror}")
+
+
+def listening(addr: str, port: int) -> bool:
+    """True when a socket listens on `port` here (the job's store, once rank 0 opened it): found by
+    binding the port, as rank 0's store would, so the store itself is never contacted."""
+    error = _bind_error(addr, port)
+    return error is not None and error.errno == errno.EADDRINUSE
+
+
+def _bind_error(addr: str, port: int) -> OSError | None:
+    """Why `port` on `addr` cannot be bound now (reusing ports in TIME_WAIT), or None."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((addr, port))
         except OSError as exc:
-            raise LaunchError(f"{option} {port} is busy on {addr}: {exc.strerror}") from None
+            return exc
+    return None
 
 
 def package_parent() -> str:

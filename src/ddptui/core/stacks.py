@@ -12,6 +12,7 @@ __all__ = [
     "blocked_at",
     "callee_name",
     "is_library",
+    "joining_store",
     "main_thread",
     "parse_threads",
     "waiting_point",
@@ -22,6 +23,7 @@ _THREAD = re.compile(r"^(Current thread|Thread) 0x[0-9a-f]+")
 _DDPTUI_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _DEBUGGER_FILES = ("/bdb.py", "/pdb.py", "/cmd.py")
 """A rank busy inside a debugger command waits in the debugger's frames, which are never the callee."""
+_RENDEZVOUS = os.path.join("torch", "distributed", "rendezvous.py")
 _WRAPPERS = {"wrapper", "inner", "_fn", "decorate_context", "_wrapped_call_impl", "_call_impl"}
 
 
@@ -55,6 +57,12 @@ def blocked_at(frames: list[Frame]) -> tuple[Frame | None, str | None]:
         if not is_library(frame.file):
             return frame, callee_name(frames[:index])
     return None, (frames[0].func if frames else None)
+
+
+def joining_store(frames: list[Frame]) -> bool:
+    """True when a stack (innermost first) stands in the creation of torch's rendezvous store: a
+    client retrying its connect, or the store's host waiting for the clients."""
+    return bool(frames) and frames[0].func == "_create_c10d_store" and frames[0].file.endswith(_RENDEZVOUS)
 
 
 def callee_name(callees: list[Frame]) -> str | None:

@@ -7,14 +7,22 @@ or computing is slow, not stuck, and so are the ranks waiting for it: a rank mak
 never called waiting, however long it takes (batch mode's `--timeout` bounds a whole run). The
 location comes from the rank's own `stack` answer, or from a faulthandler dump when its
 interpreter cannot answer, refreshed every stall timeout while waiting.
+
+One idle wait is known to end by itself: a rank that reached `init_process_group` before rank 0
+opened the rendezvous store retries its connect with torch's backoff (0.5 s growing by half each
+try, with jitter, up to 60 s), so after a slow rank 0 the whole job may sleep for seconds once the
+store is up. A rank other than 0 whose innermost frame is the store's creation, while the store's
+port is listening here, is still joining: it stays running, looked at again a stall timeout later.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Callable
 
 from ddptui.core.rank import Rank
-from ddptui.core.stacks import blocked_at, waiting_point
+from ddptui.core.stacks import blocked_at, joining_store, main_thread, parse_threads
 from ddptui.core.state import Frame, Phase
 from ddptui.core.transport import RequestError
 
@@ -25,11 +33,12 @@ IDLE_CPU = 0.2
 RUNNING = (Phase.STARTING, Phase.RUNNING)
 
 
-async def where_blocked(rank: Rank) -> tuple[Frame | None, str | None]:
-    """Where a running rank's main thread stands: its own `stack` answer, else a faulthandler dump."""
+async def main_stack(rank: Rank) -> list[Frame]:
+    """A running rank's main thread, innermost frame first: its own `stack` answer, else a
+    faulthandler dump (empty when neither comes)."""
     transport = rank.transport
     if not transport.linked:
-        return None, None
+        return []
     try:
         reply = await transport.request("stack", {}, 0.5)
     except RequestError:
@@ -37,15 +46,17 @@ async def where_blocked(rank: Rank) -> tuple[Frame | None, str | None]:
     if reply is not None and reply.ok and isinstance(reply.value, list):
         for thread in reply.value:
             if thread.get("main"):
-                return blocked_at([Frame.from_json(f) for f in reversed(thread["frames"])])
-    return waiting_point(await transport.stack_dump())
+                return [Frame.from_json(f) for f in reversed(thread["frames"])]
+    return main_thread(parse_threads(await transport.stack_dump()))
 
 
 class StallWatch:
     """Reads the ranks' CPU samples and decides which ranks are waiting."""
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, store_up: Callable[[], bool] = lambda: False) -> None:
         self.timeout = timeout
+        self.store_up = store_up
+        """True while the job's rendezvous store listens (a cheap local check; False if unknown)."""
         self.progress = time.monotonic()
         """When a running rank last used CPU."""
         self._cpu: dict[int, float] = {}
@@ -95,14 +106,18 @@ class StallWatch:
             return False
         if rank.state.phase is Phase.WAITING:
             return now - self._dumped.get(rank.index, 0.0) > self.timeout
-        return self.stalled(rank, now)
+        return self.stalled(rank, now) and now - self._dumped.get(rank.index, 0.0) > self.timeout
 
     async def mark_waiting(self, rank: Rank) -> None:
         """Sample the rank's stack and mark it waiting where its user code stands."""
         self._dumping.add(rank.index)
         try:
-            location, callee = await where_blocked(rank)
+            frames = await main_stack(rank)
             self._dumped[rank.index] = time.monotonic()
-            rank.stalled(location, callee)
+            if rank.index != 0 and joining_store(frames) and await asyncio.to_thread(self.store_up):
+                if rank.state.phase is Phase.WAITING:
+                    rank.resumed()  # still joining: looked at again a stall timeout later
+                return
+            rank.stalled(*blocked_at(frames))
         finally:
             self._dumping.discard(rank.index)
