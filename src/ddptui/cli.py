@@ -90,7 +90,7 @@ def add_session_options(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=10.0,
         metavar="SECONDS",
-        help="a rank running this long while idle (10x as long while busy) is 'waiting' (default 10)",
+        help="a rank idle this long while no rank of the job uses CPU is 'waiting' (default 10)",
     )
     add(
         "--pg-timeout",

@@ -2,7 +2,7 @@
 
 import sysconfig
 
-from ddptui.core.stacks import Frame, joining_store, main_thread, parse_threads, waiting_point
+from ddptui.core.stacks import Frame, blocked_at, joining_store, main_thread, parse_threads
 
 SITE = "/venv/lib/python3.11/site-packages"
 DUMP = f'''Thread 0x00007f0000000001 (most recent call first):
@@ -16,6 +16,11 @@ Current thread 0x00007f0000000002 (most recent call first):
   File "/home/me/train.py", line 41 in <module>
   File "<frozen runpy>", line 88 in _run_code
 '''
+
+
+def waiting_point(dump: str) -> tuple[Frame | None, str | None]:
+    """Where a dump's main thread waits, as the stall watch reads it."""
+    return blocked_at(main_thread(parse_threads(dump)))
 
 
 def test_names_the_user_line_and_the_collective() -> None:

@@ -15,7 +15,6 @@ __all__ = [
     "joining_store",
     "main_thread",
     "parse_threads",
-    "waiting_point",
 ]
 
 _FRAME = re.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+) in (?P<func>.*)$')
@@ -44,11 +43,6 @@ def main_thread(threads: list[list[Frame]]) -> list[Frame]:
         if frames and (frames[-1].file.startswith(("<frozen runpy", _DDPTUI_DIR))):
             return frames
     return threads[0] if threads else []
-
-
-def waiting_point(dump: str) -> tuple[Frame | None, str | None]:
-    """The innermost user frame of a dump's main thread, and the library call it waits in."""
-    return blocked_at(main_thread(parse_threads(dump)))
 
 
 def blocked_at(frames: list[Frame]) -> tuple[Frame | None, str | None]:
