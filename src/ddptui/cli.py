@@ -49,10 +49,10 @@ def build_parser() -> Parser:
     add(
         "--nproc-per-node",
         "--nproc_per_node",
-        type=int,
+        type=torchrun_options.nproc_per_node,
         default=2,
         metavar="N",
-        help="ranks to start (default 2)",
+        help="ranks to start (default 2); auto, cpu or gpu count them as torchrun does",
     )
     add("--nnodes", type=str, default="1", help="only 1 is supported")
     add("--node-rank", "--node_rank", type=int, default=0, help="only 0 is supported")

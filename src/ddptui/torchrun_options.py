@@ -10,6 +10,8 @@ workers connect to ddptui.
 from __future__ import annotations
 
 import argparse
+import glob
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -30,6 +32,30 @@ _FLAGS = (
     ("--no-python", "--no_python", "run SCRIPT as an executable (through torchrun, in wrap mode)"),
     ("--run-path", "--run_path", "accepted: ddptui always runs a script with runpy.run_path"),
 )
+
+
+def nproc_per_node(text: str) -> int:
+    """`--nproc-per-node` as torchrun reads it: a number, `cpu` (the CPU count), `gpu` (the GPUs),
+    or `auto` (the GPUs if there are any, else the CPUs). GPUs are counted without importing
+    torch: `CUDA_VISIBLE_DEVICES` when set, else the NVIDIA driver's list."""
+    if text.lstrip("+-").isdigit():
+        return int(text)
+    if text not in ("cpu", "gpu", "auto"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number, auto, cpu or gpu")
+    gpus = visible_gpus()
+    if text == "gpu" and not gpus:
+        raise argparse.ArgumentTypeError("gpu: this machine has no visible NVIDIA GPU (use a number, or cpu)")
+    return gpus if text == "gpu" or (text == "auto" and gpus) else os.cpu_count() or 1
+
+
+def visible_gpus() -> int:
+    """How many NVIDIA GPUs a rank would see: `CUDA_VISIBLE_DEVICES`, else the driver's devices."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([device for device in visible.split(",") if device.strip() and device.strip() != "-1"])
+    return len(glob.glob("/proc/driver/nvidia/gpus/*"))
+
+
 LAUNCH_OPTIONS = frozenset(
     {"--nproc-per-node", "--nproc_per_node", "--nnodes", "--node-rank", "--node_rank", "--master-addr"}
     | {"--master_addr", "--master-port", "--master_port", "--standalone", "--max-restarts", "--max_restarts"}

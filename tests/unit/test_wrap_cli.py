@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -79,3 +80,17 @@ def test_scrollback_reaches_every_way_of_starting_a_job() -> None:
     assert parse_spec(["--scrollback", "100", "--", sys.executable, "x.py"])[0].scrollback == 100
     assert listen_spec(["--scrollback", "100"])[0].scrollback == 100
     assert parse_spec([SCRIPT])[0].scrollback == 5000
+
+
+def test_nproc_per_node_counts_cpus_and_gpus_as_torchrun_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    cpus = os.cpu_count() or 1
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert parse_spec(["--nproc-per-node", "cpu", SCRIPT])[0].nproc == cpus
+    assert parse_spec(["--nproc_per_node=auto", SCRIPT])[0].nproc == cpus  # no GPU: the CPUs
+    with pytest.raises(UsageError, match="no visible NVIDIA GPU"):
+        parse_spec(["--nproc-per-node", "gpu", SCRIPT])
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,3,5")
+    assert parse_spec(["--nproc-per-node", "gpu", SCRIPT])[0].nproc == 3
+    assert parse_spec(["--nproc-per-node", "auto", SCRIPT])[0].nproc == 3
+    with pytest.raises(UsageError, match="'many' is not a number, auto, cpu or gpu"):
+        parse_spec(["--nproc-per-node", "many", SCRIPT])
