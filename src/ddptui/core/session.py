@@ -138,8 +138,6 @@ class Session:
         if spec.master_port is not None and not spec.command:
             launch.check_port(spec.master_addr, spec.master_port)
         self.port = spec.master_port or launch.free_port(spec.master_addr)
-        if not spec.command and spec.listen is None:  # ddptui's ranks: rank 0 hosts the store here
-            self._stalls.store_up = lambda: launch.listening(spec.master_addr, self.port)
         self._loop = asyncio.get_running_loop()
         if spec.log_dir and not spec.command:
             self._log = SessionLog(spec.log_dir, spec.nproc, on_failure=self.log)

@@ -8,19 +8,21 @@ never called waiting, however long it takes (batch mode's `--timeout` bounds a w
 location comes from the rank's own `stack` answer, or from a faulthandler dump when its
 interpreter cannot answer, refreshed every stall timeout while waiting.
 
-One idle wait is known to end by itself: a rank that reached `init_process_group` before rank 0
-opened the rendezvous store retries its connect with torch's backoff (0.5 s growing by half each
-try, with jitter, up to 60 s), so after a slow rank 0 the whole job may sleep for seconds once the
-store is up. A rank other than 0 whose innermost frame is the store's creation, while the store's
-port is listening here, is still joining: it stays running, looked at again a stall timeout later.
+One idle wait is known to end by itself: a rank that reached `init_process_group` before the
+rendezvous store opened retries its connect with torch's backoff (0.5 s growing by half each try,
+with jitter, up to 60 s), so after a slow rank 0 the whole job may sleep for seconds once the
+store is up. A store client (any rank but 0, or every rank under torchrun's agent store) whose
+innermost frame is the store's creation, while that store (as the rank tells) listens on this
+machine, is still joining: it stays running, looked at again a stall timeout later.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from typing import Any
 
+from ddptui.core.launch import listening
 from ddptui.core.rank import Rank
 from ddptui.core.stacks import blocked_at, joining_store, main_thread, parse_threads
 from ddptui.core.state import Frame, Phase
@@ -50,13 +52,26 @@ async def main_stack(rank: Rank) -> list[Frame]:
     return main_thread(parse_threads(await transport.stack_dump()))
 
 
+async def joining_open_store(rank: Rank) -> bool:
+    """True when the rank, standing in the store's creation, is a client of a store that listens
+    on this machine (its own `store` answer says which store); False when that cannot be told."""
+    try:
+        reply = await rank.transport.request("store", {}, 0.5)
+    except RequestError:
+        return False
+    store: Any = reply.value if reply.ok else None
+    try:
+        client, host, port = store["client"] is True, str(store["host"]), int(store["port"])
+    except (KeyError, TypeError, ValueError):
+        return False
+    return client and await asyncio.to_thread(listening, host, port)
+
+
 class StallWatch:
     """Reads the ranks' CPU samples and decides which ranks are waiting."""
 
-    def __init__(self, timeout: float, store_up: Callable[[], bool] = lambda: False) -> None:
+    def __init__(self, timeout: float) -> None:
         self.timeout = timeout
-        self.store_up = store_up
-        """True while the job's rendezvous store listens (a cheap local check; False if unknown)."""
         self.progress = time.monotonic()
         """When a running rank last used CPU."""
         self._cpu: dict[int, float] = {}
@@ -114,7 +129,7 @@ class StallWatch:
         try:
             frames = await main_stack(rank)
             self._dumped[rank.index] = time.monotonic()
-            if rank.index != 0 and joining_store(frames) and await asyncio.to_thread(self.store_up):
+            if joining_store(frames) and await joining_open_store(rank):
                 if rank.state.phase is Phase.WAITING:
                     rank.resumed()  # still joining: looked at again a stall timeout later
                 return

@@ -1,4 +1,4 @@
-"""Requests the core asks a rank: `eval`, `stack`, `collectives`; answered on ddptui threads.
+"""Requests the core asks a rank: `eval`, `stack`, `store`, `collectives`; answered on ddptui threads.
 
 Every request runs on a worker thread of its own and is answered within its timeout: a request
 that cannot finish (an expression that loops, a lock held by the blocked main thread) gets an error
@@ -133,6 +133,31 @@ def stacks(args: dict[str, Any]) -> list[dict[str, Any]]:
     return threads
 
 
+def store(args: dict[str, Any]) -> dict[str, Any] | None:
+    """`store`: the rendezvous store the main thread is creating in torch's `_create_c10d_store`
+    (it retries its connect with a backoff): host, port, and whether this rank is a client of it
+    (rank 0 hosts it, unless torchrun's agent does). None when the main thread is elsewhere."""
+    frame = sys._current_frames().get(threading.main_thread().ident or 0)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "_create_c10d_store" and code.co_filename.endswith(_RENDEZVOUS):
+            break
+        frame = frame.f_back
+    if frame is None:
+        return None
+    given = frame.f_locals
+    rendezvous = sys.modules.get("torch.distributed.rendezvous")
+    agent = getattr(rendezvous, "_torchelastic_use_agent_store", lambda: False)()
+    return {
+        "host": str(given["hostname"]),
+        "port": int(given["port"]),
+        "client": bool(agent) or given["rank"] != 0,
+    }
+
+
+_RENDEZVOUS = os.path.join("torch", "distributed", "rendezvous.py")
+
+
 def collectives(args: dict[str, Any]) -> Any:
     """`collectives`: this rank's record of collectives (see `ddptui.rank.collectives`)."""
     if "torch.distributed" not in sys.modules:
@@ -176,6 +201,7 @@ def skip(args: dict[str, Any]) -> dict[str, Any]:
 HANDLERS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "eval": evaluate,
     "stack": stacks,
+    "store": store,
     "collectives": collectives,
     "skip": skip,
     "until_collective": until.handle,
