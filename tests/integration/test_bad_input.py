@@ -21,8 +21,8 @@ from conftest import EXAMPLES, ROOT, SCRIPTS, Runner
         ),
         (
             ["--nproc-per-node", "two", "x.py"],
-            "ddptui: error: argument --nproc-per-node/--nproc_per_node: invalid int value: 'two'"
-            " (see ddptui --help)",
+            "ddptui: error: argument --nproc-per-node/--nproc_per_node: 'two' is not a number, auto, cpu"
+            " or gpu (see ddptui --help)",
         ),
         (
             ["--stall-timeout", "-1", str(EXAMPLES / "train_ddp.py")],
