@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Grid
@@ -417,9 +417,13 @@ class DdptuiApp(App[int]):
         if self.session.ranks:
             self.session.resize(event.rank, event.columns, event.lines)
 
-    def on_descendant_focus(self, event: object) -> None:
-        """Follow the focus: a focused pane means typing goes to that rank."""
-        focused = self.focused
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """Follow the focus: a focused pane means typing goes to that rank.
+
+        The event names the widget: `self.focused` asks the screen stack, which is empty when
+        the event arrives as the app exits (seen under load).
+        """
+        focused = event.widget
         bar = self.command_bar
         if isinstance(focused, RankPane):
             self.focused_rank, self.broadcasting = focused.rank, False
