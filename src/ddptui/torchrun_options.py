@@ -10,6 +10,7 @@ workers connect to ddptui.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import os
 import sys
@@ -38,7 +39,7 @@ def nproc_per_node(text: str) -> int:
     """`--nproc-per-node` as torchrun reads it: a number, `cpu` (the CPU count), `gpu` (the GPUs),
     or `auto` (the GPUs if there are any, else the CPUs). GPUs are counted without importing
     torch: `CUDA_VISIBLE_DEVICES` when set, else the NVIDIA driver's list."""
-    if text.lstrip("+-").isdigit():
+    with contextlib.suppress(ValueError):
         return int(text)
     if text not in ("cpu", "gpu", "auto"):
         raise argparse.ArgumentTypeError(f"{text!r} is not a number, auto, cpu or gpu")
@@ -49,11 +50,13 @@ def nproc_per_node(text: str) -> int:
 
 
 def visible_gpus() -> int:
-    """How many NVIDIA GPUs a rank would see: `CUDA_VISIBLE_DEVICES`, else the driver's devices."""
+    """How many NVIDIA GPUs a rank would see: `CUDA_VISIBLE_DEVICES` (CUDA stops reading it at
+    the first invalid entry, such as `-1`), else the driver's devices."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        return len([device for device in visible.split(",") if device.strip() and device.strip() != "-1"])
-    return len(glob.glob("/proc/driver/nvidia/gpus/*"))
+    if visible is None:
+        return len(glob.glob("/proc/driver/nvidia/gpus/*"))
+    devices = [device.strip() for device in visible.split(",")]
+    return next((i for i, device in enumerate(devices) if not device or device.startswith("-")), len(devices))
 
 
 LAUNCH_OPTIONS = frozenset(

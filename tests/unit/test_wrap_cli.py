@@ -92,5 +92,7 @@ def test_nproc_per_node_counts_cpus_and_gpus_as_torchrun_does(monkeypatch: pytes
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,3,5")
     assert parse_spec(["--nproc-per-node", "gpu", SCRIPT])[0].nproc == 3
     assert parse_spec(["--nproc-per-node", "auto", SCRIPT])[0].nproc == 3
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,-1,0")  # CUDA stops at the first invalid entry
+    assert parse_spec(["--nproc-per-node", "gpu", SCRIPT])[0].nproc == 1
     with pytest.raises(UsageError, match="'many' is not a number, auto, cpu or gpu"):
         parse_spec(["--nproc-per-node", "many", SCRIPT])
