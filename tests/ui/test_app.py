@@ -10,6 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 from conftest import SCRIPTS, steady_identities, until
+from textual import events
 from textual.pilot import Pilot
 from textual.widgets._footer import FooterKey
 
@@ -318,3 +319,13 @@ async def test_moving_between_panes_keeps_the_footer_as_it_is(app: DdptuiApp) ->
             await pilot.press(press)
             await pilot.pause(0.05)
         assert list(app.query(FooterKey)) == keys  # the same widgets: not composed again
+
+
+async def test_a_focus_event_arriving_after_the_screens_are_gone_is_harmless(app: DdptuiApp) -> None:
+    """Under load a focus change can still be queued as the app exits, its screens already gone."""
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: all_paused(app))
+        pane = app.query(RankPane).last()
+    assert not app.screen_stack
+    app.on_descendant_focus(events.DescendantFocus(pane))  # once raised ScreenStackError
+    assert app.focused_rank == pane.rank
