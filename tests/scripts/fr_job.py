@@ -44,6 +44,17 @@ def write_log(extra: dict[str, object] | None = None) -> None:
     os.replace(path + ".tmp", path)
 
 
+def all_retired(timeout: float = 5.0) -> None:
+    """Wait until the recorder calls every collective completed: gloo retires an entry on its own
+    worker thread after the work is done, which on a loaded machine can come well after the call
+    returned (a DDP construction broadcast was still `issued` after two training steps)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(
+        e["state"] != "completed" for e in collectives.collective_log()
+    ):
+        time.sleep(0.05)
+
+
 def write_log_soon() -> None:
     """Write the log from another thread once the main thread has blocked in what comes next."""
     threading.Thread(target=lambda: (time.sleep(1.5), write_log()), daemon=True).start()
@@ -136,6 +147,7 @@ def ddp() -> None:
         optimizer.zero_grad()
         loss.backward()  # @backward
         optimizer.step()
+    all_retired()
     write_log()
 
 
