@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 
-from ddptui.rank.protocol import Frame, is_library
+from ddptui.rank.protocol import Frame, creates_store, is_library
 
 __all__ = [
     "Frame",
@@ -22,7 +22,6 @@ _THREAD = re.compile(r"^(Current thread|Thread) 0x[0-9a-f]+")
 _DDPTUI_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _DEBUGGER_FILES = ("/bdb.py", "/pdb.py", "/cmd.py")
 """A rank busy inside a debugger command waits in the debugger's frames, which are never the callee."""
-_RENDEZVOUS = os.path.join("torch", "distributed", "rendezvous.py")
 _WRAPPERS = {"wrapper", "inner", "_fn", "decorate_context", "_wrapped_call_impl", "_call_impl"}
 
 
@@ -56,7 +55,7 @@ def blocked_at(frames: list[Frame]) -> tuple[Frame | None, str | None]:
 def joining_store(frames: list[Frame]) -> bool:
     """True when a stack (innermost first) stands in the creation of torch's rendezvous store: a
     client retrying its connect, or the store's host waiting for the clients."""
-    return bool(frames) and frames[0].func == "_create_c10d_store" and frames[0].file.endswith(_RENDEZVOUS)
+    return bool(frames) and creates_store(frames[0].file, frames[0].func)
 
 
 def callee_name(callees: list[Frame]) -> str | None:

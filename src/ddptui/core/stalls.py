@@ -116,12 +116,10 @@ class StallWatch:
         return idle and min(running_for, now - self.progress) > self.timeout
 
     def due(self, rank: Rank, now: float) -> bool:
-        """True when the rank's stack should be sampled: newly stalled, or waiting and stale."""
-        if rank.index in self._dumping:
+        """True when the rank's stack should be sampled (at most once a stall timeout): newly stalled, or waiting."""
+        if rank.index in self._dumping or now - self._dumped.get(rank.index, 0.0) <= self.timeout:
             return False
-        if rank.state.phase is Phase.WAITING:
-            return now - self._dumped.get(rank.index, 0.0) > self.timeout
-        return self.stalled(rank, now) and now - self._dumped.get(rank.index, 0.0) > self.timeout
+        return rank.state.phase is Phase.WAITING or self.stalled(rank, now)
 
     async def mark_waiting(self, rank: Rank) -> None:
         """Sample the rank's stack and mark it waiting where its user code stands."""

@@ -79,6 +79,15 @@ def is_ddptui(path: str) -> bool:
     return path.startswith(_DDPTUI_DIR) and not path.startswith(_DEMO_DIR)
 
 
+_RENDEZVOUS = os.path.join("torch", "distributed", "rendezvous.py")
+
+
+def creates_store(path: str, func: str) -> bool:
+    """True for torch's `_create_c10d_store`, where a rank makes its rendezvous store (and a client
+    retries its connect with a growing backoff)."""
+    return func == "_create_c10d_store" and path.endswith(_RENDEZVOUS)
+
+
 def is_library(path: str) -> bool:
     """True for frames outside the user's code: stdlib, site-packages, frozen modules, ddptui."""
     if is_ddptui(path):

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ddptui.rank import ddp, debugger, timeouts, until
-from ddptui.rank.protocol import STATE_DIR_ENV, Frame, Message, Reply, Request, is_library
+from ddptui.rank.protocol import STATE_DIR_ENV, Frame, Message, Reply, Request, creates_store, is_library
 
 REPR_LIMIT = 2000
 """Characters of a value's repr sent back at most."""
@@ -138,10 +138,7 @@ def store(args: dict[str, Any]) -> dict[str, Any] | None:
     (it retries its connect with a backoff): host, port, and whether this rank is a client of it
     (rank 0 hosts it, unless torchrun's agent does). None when the main thread is elsewhere."""
     frame = sys._current_frames().get(threading.main_thread().ident or 0)
-    while frame is not None:
-        code = frame.f_code
-        if code.co_name == "_create_c10d_store" and code.co_filename.endswith(_RENDEZVOUS):
-            break
+    while frame is not None and not creates_store(frame.f_code.co_filename, frame.f_code.co_name):
         frame = frame.f_back
     if frame is None:
         return None
@@ -153,9 +150,6 @@ def store(args: dict[str, Any]) -> dict[str, Any] | None:
         "port": int(given["port"]),
         "client": bool(agent) or given["rank"] != 0,
     }
-
-
-_RENDEZVOUS = os.path.join("torch", "distributed", "rendezvous.py")
 
 
 def collectives(args: dict[str, Any]) -> Any:
