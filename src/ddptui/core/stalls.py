@@ -116,7 +116,8 @@ class StallWatch:
         return idle and min(running_for, now - self.progress) > self.timeout
 
     def due(self, rank: Rank, now: float) -> bool:
-        """True when the rank's stack should be sampled (at most once a stall timeout): newly stalled, or waiting."""
+        """True when the rank's stack should be sampled, at most once a stall timeout: newly stalled,
+        or waiting."""
         if rank.index in self._dumping or now - self._dumped.get(rank.index, 0.0) <= self.timeout:
             return False
         return rank.state.phase is Phase.WAITING or self.stalled(rank, now)
