@@ -60,3 +60,14 @@ def test_a_flood_is_printed_or_accounted_for(ddptui: Runner) -> None:
     missing = float(gap.split()[1]) * 1048576
     assert abs(missing - numbered[0] * 102) < 0.06 * 1048576, (missing, numbered[0])  # 100 chars + \r\n
     assert result.returncode == 0
+
+
+def test_a_dataloader_workers_error_is_the_one_named(ddptui: Runner) -> None:
+    result = ddptui.batch(SCRIPTS / "dataloader_crash.py", "c\n", nproc=2, stall=3)
+    assert result.returncode == 1
+    states = summary(result.stdout)
+    assert states[1] == (
+        "crashed ValueError: bad sample 5 (in DataLoader worker process 0) "
+        "(tests/scripts/dataloader_crash.py:17)  ← root cause"
+    ), result.stdout
+    assert states[0].endswith("(consequence of rank 1)"), result.stdout

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 
 from ddptui.core.hints import hint_for
+from ddptui.core.inner_error import innermost
 from ddptui.core.marks import MarkReader
 from ddptui.core.output import OutputLog
 from ddptui.core.rootcause import failed
@@ -95,8 +96,8 @@ class Rank:
         elif isinstance(message, Exited):
             self.final_collectives = message.collectives if isinstance(message.collectives, list) else None
         elif isinstance(message, Crashed):
-            self.crash_frames = message.frames
-            self._set(self.state.crashed(Crash(message.type, message.message, crash_site(message.frames))))
+            kind, text, self.crash_frames = innermost(message.type, message.message, message.frames)
+            self._set(self.state.crashed(Crash(kind, text, crash_site(self.crash_frames))))
 
     def linked(self) -> None:
         """The rank's link said hello: it runs the user's code now (unless its first prompt,
