@@ -20,11 +20,11 @@ def test_compare_groups_ranks_by_value(ddptui: Runner) -> None:
     weights = block(result.stdout, ":compare layer.weight")
     assert weights[0] == "4 distinct values"
     hashes = {line.rsplit("hash=", 1)[1] for line in weights[1:]}
-    assert len(hashes) == 4 and all(line.startswith("≠ ranks ") for line in weights[1:])
+    assert len(hashes) == 4 and all(line.startswith("≠ rank ") for line in weights[1:])
     loss = block(result.stdout, ":compare loss")
-    assert "≠ ranks 1 │ nan" in loss and loss[-1].startswith("  by rank │ ▁×")
+    assert "≠ rank 1  │ nan" in loss and loss[-1].startswith("  by rank │ ▁×")
     lookup = block(result.stdout, ':compare lookup["key"]')
-    assert lookup[0] == "3 distinct values, 1 error" and "≠ ranks 2 │ raised KeyError: 'key'" in lookup
+    assert lookup[0] == "3 distinct values, 1 error" and "≠ rank 2  │ raised KeyError: 'key'" in lookup
     assert block(result.stdout, ":compare close")[0] == "4 distinct values"
     assert block(result.stdout, ":compare --tol 1e-6 close")[:2] == [
         "all 4 ranks equal (tol 1e-06)",
@@ -58,7 +58,7 @@ def test_where_and_the_divergence_guard(ddptui: Runner) -> None:
     assert where == [
         "2 distinct location(s)",
         "ranks 1-2 │ paused at tests/scripts/diverge.py:13 (2)",
-        "ranks 0   │ paused at tests/scripts/diverge.py:10 (1)",
+        "rank 0    │ paused at tests/scripts/diverge.py:10 (1)",
     ]
     assert block(result.stdout, "n") == [
         "not sent: the ranks stand at different places (0 at tests/scripts/diverge.py:10 · "
@@ -105,8 +105,8 @@ def test_groups_from_a_list_and_from_a_compare_row(ddptui: Runner) -> None:
     commands = ":compare value\n:group odd from-compare 2\n@odd p value\n"
     commands += ":group pair 0,2\n:ranks pair\np rank\n:group\nc\n"
     result = ddptui.batch(SCRIPTS / "steps.py", commands, nproc=3)
-    assert block(result.stdout, ":group odd from-compare 2") == ["group odd: ranks 1"]
+    assert block(result.stdout, ":group odd from-compare 2") == ["group odd: rank 1"]
     assert result.stdout.split("(ddptui) @odd p value\n")[1].splitlines()[0] == "[rank 1] 10"
     assert block(result.stdout, ":ranks pair") == ["target ranks: 0,2"]
     assert result.stdout.split("(ddptui) p rank\n")[1].splitlines()[:2] == ["[rank 0] 0", "[rank 2] 2"]
-    assert block(result.stdout, ":group") == ["odd: ranks 1", "pair: ranks 0,2"]
+    assert block(result.stdout, ":group") == ["odd: rank 1", "pair: ranks 0,2"]

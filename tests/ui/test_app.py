@@ -198,7 +198,7 @@ async def test_subset_prefix_and_default_targets_on_the_command_line(app: Ddptui
         await until(pilot, lambda: "501" in screen_text(app, 1).splitlines())
         await pilot.press(*":ranks 0", "enter")
         await until(
-            pilot, lambda: str(app.command_bar.query_one("#mode").render()).strip() == "BROADCAST → ranks 0"
+            pilot, lambda: str(app.command_bar.query_one("#mode").render()).strip() == "BROADCAST → rank 0"
         )
         await pilot.press(*"p rank + 700", "enter")
         await until(pilot, lambda: "700" in screen_text(app, 0).splitlines())

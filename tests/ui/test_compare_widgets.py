@@ -46,8 +46,8 @@ async def test_compare_table_marks_odd_rows_and_nan() -> None:
         table = app.query_one(CompareTable)
         rows = str(table.query_one(".rows").render()).splitlines()
         assert rows[0] == "  ranks 0,4 │ 0.5"
-        assert "≠ ranks 2 │ [bold]0.75[/] \\x1b[31m" in rows  # shown as typed, escapes visible
-        assert "≠ ranks 3 │ raised KeyError: 'key'" in rows
+        assert "≠ rank 2 │ [bold]0.75[/] \\x1b[31m" in rows  # shown as typed, escapes visible
+        assert "≠ rank 3 │ raised KeyError: 'key'" in rows
         bars = str(table.query_one(RankSparkline).render()).splitlines()[0]
         assert bars.startswith("▁×█·▁")  # rank 1 NaN, rank 3 raised
 

@@ -34,7 +34,7 @@ def test_one_odd_rank() -> None:
     assert ranks_of(comparison) == [{0, 2, 3}, {1}]
     assert [row.odd for row in comparison.rows] == [False, True]
     assert comparison.verdict == "2 distinct values"
-    assert comparison.lines() == ["2 distinct values", "  ranks 0,2-3 │ 'a'", "≠ ranks 1     │ 'b'"]
+    assert comparison.lines() == ["2 distinct values", "  ranks 0,2-3 │ 'a'", "≠ rank 1      │ 'b'"]
 
 
 def test_a_tie_makes_every_group_odd_and_orders_by_lowest_rank() -> None:
@@ -79,7 +79,7 @@ def test_error_on_one_rank() -> None:
     comparison = compare(answers)
     assert comparison.verdict == "3 ranks equal, 1 error"
     assert comparison.rows[1] == Row(frozenset({3}), error, odd=True, error=True)
-    assert comparison.lines()[2] == "≠ ranks 3   │ raised NameError: name 'loss' is not defined"
+    assert comparison.lines()[2] == "≠ rank 3    │ raised NameError: name 'loss' is not defined"
     assert comparison.sparkline == "▄▄▄·"  # the rank that raised has no bar
 
 

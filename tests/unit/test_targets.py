@@ -2,7 +2,7 @@
 
 import pytest
 
-from ddptui.core.targets import Line, TargetError, format_ranks, parse_line, parse_ranks
+from ddptui.core.targets import Line, TargetError, format_ranks, name_ranks, parse_line, parse_ranks
 
 
 def test_parse_ranks() -> None:
@@ -20,6 +20,7 @@ def test_bad_rank_lists(text: str) -> None:
 def test_format_ranks() -> None:
     assert format_ranks({0, 1, 2, 5, 7, 8}) == "0-2,5,7-8"
     assert format_ranks(frozenset({3})) == "3"
+    assert (name_ranks({3}), name_ranks({0, 2, 3})) == ("rank 3", "ranks 0,2-3")
 
 
 def test_parse_line() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ddptui.core.targets import format_ranks
+from ddptui.core.targets import name_ranks
 from ddptui.core.text import terminal_lines
 
 
@@ -29,7 +29,7 @@ def collapse(per_rank: Mapping[int, list[str]]) -> list[tuple[frozenset[int], li
 
 def tag(ranks: frozenset[int]) -> str:
     """`[rank 3]` or `[ranks 0-2,5]`."""
-    return f"[rank {min(ranks)}]" if len(ranks) == 1 else f"[ranks {format_ranks(ranks)}]"
+    return f"[{name_ranks(ranks)}]"
 
 
 def tagged(per_rank: Mapping[int, list[str]], collapsed: bool = True) -> list[str]:

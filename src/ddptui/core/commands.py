@@ -16,7 +16,7 @@ from ddptui.core.ddp_check import ddp_check
 from ddptui.core.session import Broadcast, Session
 from ddptui.core.stack_tree import Node, render, stacks_node
 from ddptui.core.state import Phase
-from ddptui.core.targets import Line, TargetError, format_ranks, parse_ranks
+from ddptui.core.targets import Line, TargetError, format_ranks, name_ranks, parse_ranks
 from ddptui.rank.protocol import Frame, Reply
 
 
@@ -288,10 +288,10 @@ async def _where(session: Session, arg: str) -> Result:
     for rank in session.live() or session.ranks:
         groups.setdefault(rank.state.describe(), set()).add(rank.index)
     ordered = sorted(groups.items(), key=lambda item: (-len(item[1]), min(item[1])))
-    width = max(len(format_ranks(ranks)) for _, ranks in ordered) + len("ranks ")
+    width = max(len(name_ranks(ranks)) for _, ranks in ordered)
     lines = [f"{len(ordered)} distinct location(s)" if len(ordered) > 1 else "every target rank is together"]
     for where, ranks in ordered:
-        lines.append(f"{'ranks ' + format_ranks(ranks):<{width}} │ {where} ({len(ranks)})")
+        lines.append(f"{name_ranks(ranks):<{width}} │ {where} ({len(ranks)})")
     return Result(tuple(lines))
 
 
@@ -334,7 +334,7 @@ async def _ddp_check(session: Session, arg: str) -> Result:
 async def _group(session: Session, arg: str) -> Result:
     """Define a group, or list them."""
     if not arg:
-        listed = [f"{name}: ranks {format_ranks(ranks)}" for name, ranks in session.groups.items()]
+        listed = [f"{name}: {name_ranks(ranks)}" for name, ranks in session.groups.items()]
         return Result(tuple(listed) or ("no groups (:group NAME 0,2-3)",))
     name, _, spec = arg.partition(" ")
     if not name.isidentifier() or name in ("all",):
@@ -350,7 +350,7 @@ async def _group(session: Session, arg: str) -> Result:
     else:
         ranks = parse_ranks(spec, len(session.ranks), session.groups)
     session.groups[name] = ranks
-    return Result((f"group {name}: ranks {format_ranks(ranks)}",))
+    return Result((f"group {name}: {name_ranks(ranks)}",))
 
 
 @command(

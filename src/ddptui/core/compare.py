@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ddptui.core.targets import format_ranks
+from ddptui.core.targets import name_ranks
 
 Summary = dict[str, Any]
 """What `summarize()` returned on a rank, after its JSON trip."""
@@ -57,11 +57,12 @@ class Comparison:
     """The finite (lowest, highest) the sparkline spans."""
 
     def lines(self, width: int = 100) -> list[str]:
-        """The table as plain text: verdict, `ranks 0,2-3 │ value` rows (`≠` marks odd), sparkline.
+        """The table as plain text: verdict, `ranks 0,2-3 │ value` (`rank 1 │ ...`) rows (`≠` marks
+        odd), sparkline.
 
         Every line is cut to `width` characters.
         """
-        labels = [f"ranks {format_ranks(row.ranks)}" for row in self.rows]
+        labels = [name_ranks(row.ranks) for row in self.rows]
         column = max(map(len, [*labels, SPARK_LABEL]))
         out = [self.verdict]
         for row, label in zip(self.rows, labels, strict=True):

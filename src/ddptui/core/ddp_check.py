@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ddptui.core.targets import format_ranks
+from ddptui.core.targets import format_ranks, name_ranks
 from ddptui.rank.protocol import Reply
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def unused_lines(per_rank: Mapping[int, Module]) -> list[str]:
     for names, ranks in groups.items():
         if names:
             lines.append(
-                f"no gradient after backward on ranks {format_ranks(ranks)}: {', '.join(names)} "
+                f"no gradient after backward on {name_ranks(ranks)}: {', '.join(names)} "
                 "(not used in forward: use them, or DDP(..., find_unused_parameters=True))"
             )
     return lines or ["every parameter got a gradient"]

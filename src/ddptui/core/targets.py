@@ -51,6 +51,11 @@ def format_ranks(ranks: frozenset[int] | set[int]) -> str:
     return ",".join(parts)
 
 
+def name_ranks(ranks: frozenset[int] | set[int]) -> str:
+    """`rank 3` or `ranks 0-2,5`."""
+    return f"rank{'s' if len(ranks) > 1 else ''} {format_ranks(ranks)}"
+
+
 @dataclass(frozen=True)
 class Line:
     """One line of user input, classified."""

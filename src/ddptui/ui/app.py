@@ -29,7 +29,7 @@ from ddptui.core.pump import ORDERED_STORES
 from ddptui.core.rootcause import Failure, root_cause
 from ddptui.core.session import Broadcast, Session
 from ddptui.core.state import Phase, RankState
-from ddptui.core.targets import Line, TargetError, format_ranks
+from ddptui.core.targets import Line, TargetError, format_ranks, name_ranks
 from ddptui.core.text import inert
 from ddptui.core.wrap import fold_exports
 from ddptui.ui.command_bar import CommandBar
@@ -296,7 +296,7 @@ class DdptuiApp(App[int]):
     def show_ranks(self, ranks: Iterable[int], focus: int | None = None) -> None:
         """Mount panes for `ranks` (the first `PAGE_SIZE`), unmount the others (their output is kept)."""
         self.shown = tuple(sorted(set(ranks)))[:PAGE_SIZE]
-        self.sub_title = f"panes: ranks {format_ranks(set(self.shown))} of {self.spec.nproc}"
+        self.sub_title = f"panes: {name_ranks(set(self.shown))} of {self.spec.nproc}"
         if self.state_grid is not None:
             self.state_grid.shown = frozenset(self.shown)
         self._mount_panes(focus)
@@ -375,7 +375,7 @@ class DdptuiApp(App[int]):
     def on_stack_tree_group_requested(self, event: StackTree.GroupRequested) -> None:
         """`g` on a branch of `:stacks`: name its ranks `branch` (`@branch n`, `:ranks branch`)."""
         self.session.groups["branch"] = event.ranks
-        line = f"group branch: ranks {format_ranks(event.ranks)} (@branch CMD, :ranks branch)"
+        line = f"group branch: {name_ranks(event.ranks)} (@branch CMD, :ranks branch)"
         self.command_log.show(commands.Result((line,)))
 
     def on_rank_pane_input(self, event: RankPane.Input) -> None:
@@ -460,7 +460,7 @@ class DdptuiApp(App[int]):
         if text.split(" ", 1)[0] in ("help", "h", "?"):
             self.command_log.show(commands.Result((f"keys: {KEYS}",)))
         targets = self.session.targets
-        self.command_bar.target = "all" if targets is None else f"ranks {format_ranks(targets)}"
+        self.command_bar.target = "all" if targets is None else name_ranks(targets)
         if result.quit:
             self.action_quit()
 

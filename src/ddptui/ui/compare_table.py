@@ -9,7 +9,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from ddptui.core.compare import Comparison, Row
-from ddptui.core.targets import format_ranks
+from ddptui.core.targets import name_ranks
 from ddptui.core.text import inert
 from ddptui.ui.rank_sparkline import RankSparkline
 
@@ -18,7 +18,7 @@ def row_text(row: Row, width: int) -> Text:
     """`≠ ranks 1 │ nan`: odd groups bold in the warning colour, errors red. Values are plain text."""
     style = "red" if row.error else "bold yellow" if row.odd else ""
     value = inert(f"raised {row.text}" if row.error else row.text)
-    line = f"{'≠' if row.odd else ' '} ranks {format_ranks(row.ranks)} │ {value}"
+    line = f"{'≠' if row.odd else ' '} {name_ranks(row.ranks)} │ {value}"
     return Text(line if len(line) <= width else line[: width - 1] + "…", style)
 
 
