@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ddptui.core import marks
 from ddptui.core.marks import MarkReader
 from ddptui.rank.protocol import MARK_END, MARK_INTRO, MAX_MARK, Frame, Paused
 
@@ -92,3 +93,15 @@ def test_output_without_marks_is_passed_through_as_one_part() -> None:
     data = b"x" * 70000 + b"\x1b[0m"
     output, events = MarkReader(KEY).feed(data)
     assert output is data and events == []
+
+
+def test_a_body_read_before_gives_the_same_answer_and_the_memo_stays_bounded() -> None:
+    """Bodies are decoded once and remembered (ranks in lockstep say the same `paused`), events and
+    non-events alike, and the memo is emptied before it outgrows its bound."""
+    fake = MARK_INTRO + KEY + b';{"k":"exited","code":0}' + MARK_END
+    for _ in range(2):
+        assert read([fake + mark()]) == (fake, [PAUSED])
+    for line in range(marks._DECODED_MAX + 10):
+        moved = Paused(Frame("/tmp/train.py", line, "<module>"))
+        assert read([mark(moved)])[1] == [moved]
+        assert len(marks._DECODED) <= marks._DECODED_MAX

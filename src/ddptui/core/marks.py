@@ -10,6 +10,11 @@ from __future__ import annotations
 
 from ddptui.rank.protocol import MARK_END, MARK_INTRO, MAX_MARK, Message, Paused, ProtocolError, decode
 
+_DECODED: dict[bytes, Paused | None] = {}
+"""Marks' bodies already decoded (ranks in lockstep say the same `paused` each step: the JSON
+is read once a step, not once a rank); emptied when it holds `_DECODED_MAX`."""
+_DECODED_MAX = 1024
+
 
 class MarkReader:
     """Splits one rank's output into output and events, in order; a mark cut by a read is held."""
@@ -65,11 +70,16 @@ class MarkReader:
         """The `Paused` a mark's body carries under this session's key, else None."""
         if not self._key or not body.startswith(self._key):
             return None
+        if body in _DECODED:
+            return _DECODED[body]
         try:
             message = decode(body[len(self._key) :])
         except ProtocolError:
-            return None
-        return message if isinstance(message, Paused) else None
+            message = None
+        if len(_DECODED) >= _DECODED_MAX:
+            _DECODED.clear()
+        _DECODED[body] = paused = message if isinstance(message, Paused) else None
+        return paused
 
 
 def _cut_intro(data: bytes) -> int:
