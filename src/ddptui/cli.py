@@ -54,8 +54,8 @@ def build_parser() -> Parser:
         metavar="N",
         help="ranks to start (default 2); auto, cpu or gpu count them as torchrun does",
     )
-    add("--nnodes", type=str, default="1", help="only 1 is supported")
-    add("--node-rank", "--node_rank", type=int, default=0, help="only 0 is supported")
+    add("--nnodes", type=str, default="1", help="nodes (default 1); more: torchrun launches the job")
+    add("--node-rank", "--node_rank", type=int, default=0, help="this node's rank (default 0)")
     add("--master-addr", "--master_addr", default="127.0.0.1", metavar="ADDR", help="default 127.0.0.1")
     add("--master-port", "--master_port", type=int, default=None, metavar="PORT", help="default: a free port")
     add("--standalone", action="store_true", help="accepted for torchrun compatibility")
@@ -321,7 +321,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return attach(argv[1:])
     try:
         spec, options = listen_spec(argv[1:]) if argv[:1] == ["listen"] else parse_spec(argv)
-        for note in [] if spec.command or spec.listen else torchrun_options.notes(options):
+        notes = torchrun_options.wrapped_notes if spec.command else torchrun_options.notes
+        for note in [] if spec.listen else notes(options):
             print(f"ddptui: {note}", file=sys.stderr)
         if options.batch is not None:
             batch_input.check_source(options.batch)

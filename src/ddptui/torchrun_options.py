@@ -116,6 +116,17 @@ def notes(options: argparse.Namespace) -> list[str]:
     return said
 
 
+def wrapped_notes(options: argparse.Namespace) -> list[str]:
+    """What to know when torchrun launches the job for ddptui (several nodes, `--no-python`)."""
+    if options.nnodes in ("1", "1:1"):
+        return []
+    return [
+        f"--nnodes {options.nnodes}: torchrun starts this node's ranks once the other nodes joined its"
+        " rendezvous (run the job on each of them too); this ddptui shows this node's ranks only,"
+        " `ddptui listen` shows every node's (docs/remote.md)"
+    ]
+
+
 def torchrun_command(options: argparse.Namespace) -> list[str]:
     """torchrun's command line for the same job, with the launch options the user gave."""
     command = [sys.executable, "-m", "torch.distributed.run"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ddptui.cli import UsageError, parse_spec
+from ddptui.cli import UsageError, main, parse_spec
 from ddptui.core.wrap import spawn_advice
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,6 +60,16 @@ def test_several_nodes_run_through_torchrun_in_wrap_mode() -> None:
     assert {"--nnodes=2", "--node-rank=1", "--nproc-per-node=4", "--rdzv-endpoint=head:29400"} <= set(options)
     assert "--rdzv-backend=c10d" in options
     assert spec.command[-3:] == (SCRIPT, "--lr", "1")
+
+
+def test_several_nodes_say_that_the_job_waits_for_the_others(capsys: pytest.CaptureFixture[str]) -> None:
+    unwritable = ["--log-dir", "/proc/no-such-dir"]  # an error after the notes: no job starts
+    assert main(["--nnodes", "2", "--batch", "-", *unwritable, SCRIPT]) == 2
+    (note, error) = capsys.readouterr().err.splitlines()
+    assert note.startswith("ddptui: --nnodes 2: torchrun starts this node's ranks once the other nodes")
+    assert "`ddptui listen` shows every node's" in note and error.startswith("ddptui: error: cannot write")
+    assert main(["--nnodes", "1", "--batch", "-", *unwritable, SCRIPT]) == 2
+    assert "--nnodes" not in capsys.readouterr().err
 
 
 def test_no_python_runs_through_torchrun() -> None:
