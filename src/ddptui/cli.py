@@ -328,6 +328,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             batch_input.check_source(options.batch)
         if spec.log_dir:
             check_log_dir(spec.log_dir, spec.nproc)
+        if options.batch is None and not (sys.stdin.isatty() and sys.stdout.isatty()):
+            raise UsageError(
+                "the app needs a terminal (standard input and output); scripts and CI: --batch FILE"
+            )
     except (UsageError, BatchInputError, LaunchError) as exc:
         print(f"ddptui: error: {exc}", file=sys.stderr)
         return 2

@@ -66,6 +66,11 @@ from conftest import EXAMPLES, ROOT, SCRIPTS, Runner
             "ddptui: error: no such batch file: no-such-commands.txt",
         ),
         (["tests"], "ddptui: error: tests is a directory without __main__.py"),
+        (  # the app on pipes: no screen to draw on, no keys to read
+            [str(EXAMPLES / "train_ddp.py")],
+            "ddptui: error: the app needs a terminal (standard input and output);"
+            " scripts and CI: --batch FILE",
+        ),
     ],
 )
 def test_bad_usage(ddptui: Runner, args: list[str], message: str) -> None:
