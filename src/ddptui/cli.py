@@ -21,6 +21,8 @@ from ddptui.core.session import Session
 from ddptui.rank.timeouts import DEFAULT_PG_TIMEOUT
 
 DEMO_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "demo", "train.py")
+DEMO_STEPS = os.path.join(os.path.dirname(DEMO_SCRIPT), "steps.txt")
+"""What `--demo` replays as a batch when there is no terminal for the app."""
 
 
 class UsageError(Exception):
@@ -329,9 +331,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if spec.log_dir:
             check_log_dir(spec.log_dir, spec.nproc)
         if options.batch is None and not (sys.stdin.isatty() and sys.stdout.isatty()):
-            raise UsageError(
-                "the app needs a terminal (standard input and output); scripts and CI: --batch FILE"
-            )
+            if not options.demo:
+                raise UsageError(
+                    "the app needs a terminal (standard input and output); scripts and CI: --batch FILE"
+                )
+            print("ddptui: no terminal for the app: the demo runs as --batch would", file=sys.stderr)
+            options.batch = DEMO_STEPS
     except (UsageError, BatchInputError, LaunchError) as exc:
         print(f"ddptui: error: {exc}", file=sys.stderr)
         return 2

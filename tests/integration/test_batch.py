@@ -267,3 +267,12 @@ def test_pdb_display_shows_what_changed_at_each_stop(ddptui: Runner) -> None:
         start = rank * 10
         assert f"display value: {start + 1}  [old: {start}]" in lines, result.stdout
         assert f"display value: {start + 3}  [old: {start + 1}]" in lines, result.stdout
+
+
+def test_the_demo_without_a_terminal_runs_as_a_batch(ddptui: Runner) -> None:
+    result = ddptui.run("--demo", timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == "ddptui: no terminal for the app: the demo runs as --batch would\n"
+    out = result.stdout
+    assert "(ddptui) :compare loss\nddptui: 4 distinct values\n" in out
+    assert summary(out) == {rank: "exited 0" for rank in range(4)}
