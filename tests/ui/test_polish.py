@@ -127,7 +127,7 @@ async def test_the_command_line_hint_follows_where_keys_go() -> None:
         await pilot.press("f2")
         await until(pilot, lambda: field.placeholder == BROADCAST_HINT)
         await pilot.press(*":ranks 1", "enter", "f2")
-        await until(pilot, lambda: field.placeholder.startswith("F2: type here to broadcast to ranks 1 ·"))
+        await until(pilot, lambda: field.placeholder.startswith("F2: type here to broadcast to rank 1 ·"))
         app.session.kill_now()
 
 
