@@ -90,11 +90,24 @@ def held_port() -> Iterator[int]:
         ("hint_cuda_tensor.py", 'use device "cpu" and the "gloo" backend'),
         ("hint_nccl.py", 'init_process_group(backend="gloo")'),
         ("hint_no_init.py", "call dist.init_process_group()"),
+        ("hint_ready_twice.py", "checkpoint(..., use_reentrant=False)"),
     ],
 )
 def test_one_rank_failures(tmp_path: Path, script: str, advice: str) -> None:
     (rank0,) = run_ranks(tmp_path, script, 1)
     assert rank0.status == 1
+    hint = hint_for(rank0.stderr)
+    assert hint is not None and advice in hint, rank0.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    ("signal_name", "advice"),
+    [("SIGBUS", "ran out of shared memory (/dev/shm)"), ("SIGKILL", "often the out-of-memory killer")],
+)
+def test_a_dataloader_worker_killed_by_a_signal(tmp_path: Path, signal_name: str, advice: str) -> None:
+    (rank0,) = run_ranks(tmp_path, "hint_dataloader_signal.py", 1, signal_name)
+    assert rank0.status == 1
+    assert "exited unexpectedly" in rank0.stderr  # what the rank's crash line says
     hint = hint_for(rank0.stderr)
     assert hint is not None and advice in hint, rank0.stderr[-2000:]
 

@@ -46,6 +46,25 @@ CAPTURED = [
         " output_device None, and module parameters {device(type='cpu')}.",
         "a CPU model takes no device_ids",
     ),
+    (
+        "[rank0]: RuntimeError: Expected to mark a variable ready only once. This error is caused by one"
+        " of the following reasons: 1) Use of a module parameter outside the `forward` function.",
+        "checkpoint(..., use_reentrant=False)",
+    ),
+    (
+        "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared"
+        " memory (shm).",
+        "ran out of shared memory (/dev/shm)",
+    ),
+    (
+        "RuntimeError: DataLoader worker (pid 23227) is killed by signal: Bus error. It is possible that"
+        " dataloader's workers are out of shared memory. Please try to raise your shared memory limit.",
+        "ran out of shared memory (/dev/shm)",
+    ),
+    (
+        "RuntimeError: DataLoader worker (pid 23112) is killed by signal: Killed. ",
+        "often the out-of-memory killer",
+    ),
 ]
 
 

@@ -72,6 +72,22 @@ HINTS: tuple[Hint, ...] = (
         r"DistributedDataParallel device_ids and output_device arguments only work with",
         "a CPU model takes no device_ids: DistributedDataParallel(model) without device_ids/output_device",
     ),
+    _hint(
+        r"Expected to mark a variable ready only once",
+        "a parameter got its gradient twice in one backward (a module under several reentrant"
+        " checkpoints, or a parameter used outside forward): checkpoint(..., use_reentrant=False),"
+        " or DistributedDataParallel(..., static_graph=True)",
+    ),
+    _hint(
+        r"insufficient shared memory \(shm\)|workers are out of shared memory",
+        "DataLoader workers ran out of shared memory (/dev/shm): give it more room (in Docker,"
+        " --shm-size=8g or --ipc=host) or use fewer num_workers",
+    ),
+    _hint(
+        r"DataLoader worker \(pid \d+\) is killed by signal: Killed",
+        "a DataLoader worker was killed (SIGKILL: often the out-of-memory killer): lower num_workers"
+        " or the batch size; with num_workers=0 the loading runs in the rank itself",
+    ),
 )
 """Every known failure. When several match, the one mentioned last in the text wins."""
 
