@@ -37,6 +37,7 @@ LINES = [
     ":ddp-check",
     ":collectives",
     ":stacks",
+    ":interrupt",
     ":nosuch",
     ":ranks 7",
     "@9 p 1",

@@ -168,3 +168,19 @@ def test_eighty_by_twenty_four_keeps_the_rank_bar_and_divergence(snap_compare: C
         assert snap_compare(app, terminal_size=(80, 24), run_before=settle)
     finally:
         app.session.kill_now()
+
+
+async def test_f12_stops_the_running_ranks_in_their_loop() -> None:
+    app = DdptuiApp(Session(spec(SCRIPTS / "spins.py")))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: all_paused(app))
+        await pilot.press("f5")
+        await until(pilot, lambda: all(b"spinning" in r.output.tail(4096) for r in app.session.ranks))
+        await pilot.press("f12")
+        await until(pilot, lambda: all_paused(app))
+        assert {str(r.state.location) for r in app.session.ranks} <= {
+            f"tests/scripts/spins.py:{line}" for line in (10, 11, 12)
+        }
+        said = "interrupted ranks 0-1: each stops at the line it runs"
+        await until(pilot, lambda: any(said in line for line in app.command_log.lines_text()))
+        app.session.kill_now()

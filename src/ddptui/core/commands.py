@@ -354,6 +354,32 @@ async def _group(session: Session, arg: str) -> Result:
 
 
 @command(
+    "interrupt",
+    "int",
+    usage=":interrupt",
+    help="stop the target ranks that run where they stand (like Ctrl-C): a prompt opens at each one's line",
+)
+async def _interrupt(session: Session, arg: str) -> Result:
+    """Ask every running target rank to stop at the line it runs (`requests.interrupt`)."""
+    running = [rank for rank in session.live() if not rank.state.at_prompt]
+    if not running:
+        return Result(("no target rank is running: nothing to interrupt",))
+    answers = await session.ask("interrupt", {}, [rank.index for rank in running])
+    done = {i for i, reply in answers.items() if not isinstance(reply, str) and reply.ok and reply.value}
+    lines = [f"interrupted {name_ranks(done)}: each stops at the line it runs"] if done else []
+    lines += [
+        f"rank {rank.index} is {rank.state.describe()}: it stops once that call returns"
+        for rank in running
+        if rank.index in done and rank.state.phase is Phase.WAITING
+    ]
+    for index, reply in answers.items():
+        if index not in done:
+            why = reply if isinstance(reply, str) else reply.error or "its prompt is open already"
+            lines.append(f"rank {index} not interrupted: {why}")
+    return Result(tuple(lines), error=not done)
+
+
+@command(
     "until-collective",
     "uc",
     usage=":until-collective [!]",

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import pdb
+import signal
 import sys
+import threading
 import types
 from collections.abc import Callable
 from typing import Any
@@ -120,6 +122,8 @@ class RankPdb(_ORIGINAL_PDB):
         self.post_mortem = False
         self.site: tuple[str, int] | None = None
         """Where the hard-coded breakpoint that opened this debugger was called, if one did."""
+        self.user_code_only = False
+        """Stop in the user's code only, not in a library (set for an interrupt, until it stops)."""
 
     def set_trace(self, frame: types.FrameType | None = None) -> None:
         """Stop in the caller.
@@ -201,12 +205,22 @@ class RankPdb(_ORIGINAL_PDB):
             self.curframe_locals = self.curframe.f_locals
 
     def stop_here(self, frame: types.FrameType) -> bool:
-        """Never stop in ddptui's launcher, nor anywhere once detached."""
-        return not detached and not is_hidden(frame) and bool(super().stop_here(frame))
+        """Never stop in ddptui's launcher, nor anywhere once detached (nor in a library after an
+        interrupt: calls into one are then not traced)."""
+        if detached or is_hidden(frame):
+            return False
+        if self.user_code_only and is_library(frame.f_code.co_filename):
+            return False
+        return bool(super().stop_here(frame))
 
     def break_here(self, frame: types.FrameType) -> bool:
         """Breakpoints stop nothing once detached."""
         return not detached and bool(super().break_here(frame))
+
+    def user_call(self, frame: types.FrameType, argument_list: Any) -> None:
+        """After an interrupt, stop at a line, not at the `--Call--` of the user's code."""
+        if not self.user_code_only:
+            super().user_call(frame, argument_list)
 
     def dispatch_return(self, frame: types.FrameType, arg: Any) -> Any:
         """Once the user's script returns into ddptui's launcher, stepping ends: the rank finishes.
@@ -214,7 +228,7 @@ class RankPdb(_ORIGINAL_PDB):
         Otherwise `n` past the last line would stop in whatever library code the launcher runs next.
         """
         result = super().dispatch_return(frame, arg)
-        if frame.f_back is not None and is_hidden(frame.f_back):
+        if frame.f_back is not None and is_hidden(frame.f_back) and not self.user_code_only:
             self.set_continue()
             return None
         return result
@@ -225,6 +239,7 @@ class RankPdb(_ORIGINAL_PDB):
         if detached:
             return
         self.post_mortem = frame is None and traceback is not None
+        self.user_code_only = False
         outer, active = active, self
         try:
             super().interaction(frame, traceback)
@@ -290,11 +305,33 @@ def _patch_ipdb(module: types.ModuleType) -> None:
     module.pm = pdb.pm  # type: ignore[attr-defined]
 
 
+_rank_pid = 0
+"""The rank's process (set by `install`): one forked from it, a DataLoader worker, is not the rank."""
+
+
+def on_interrupt(signum: int, frame: types.FrameType | None) -> None:
+    """SIGINT while the program runs (`:interrupt`, or Ctrl-C typed in the rank's pane): pdb opens
+    at the next line of the user's code, as under `python -m pdb`. At a prompt, once detached, and
+    in a process forked from the rank, it is a KeyboardInterrupt as usual."""
+    if detached or active is not None or frame is None or os.getpid() != _rank_pid:
+        raise KeyboardInterrupt
+    interrupted = RankPdb()
+    interrupted.message("\nProgram interrupted. (Use 'cont' to resume).")
+    interrupted.user_code_only = True  # the next line of the user's code: not inside torch or an import
+    _ORIGINAL_PDB.set_trace(interrupted, frame)
+
+
 def install() -> None:
-    """Route every way of opening a debugger in this process to `RankPdb`."""
+    """Route every way of opening a debugger in this process to `RankPdb`; Ctrl-C opens one too,
+    unless the program already handles or ignores SIGINT."""
+    global _rank_pid
     pdb.Pdb = RankPdb  # type: ignore[misc]
     sys.breakpointhook = breakpointhook
     when_imported("ipdb", _patch_ipdb)
+    _rank_pid = os.getpid()
+    main = threading.current_thread() is threading.main_thread()
+    if main and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, on_interrupt)
 
 
 def post_mortem(tb: types.TracebackType) -> None:

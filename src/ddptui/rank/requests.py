@@ -2,14 +2,17 @@
 
 Every request runs on a worker thread of its own and is answered within its timeout: a request
 that cannot finish (an expression that loops, a lock held by the blocked main thread) gets an error
-reply and its worker is left behind as a daemon. Nothing here blocks, kills or signals the rank.
+reply and its worker is left behind as a daemon. Nothing here blocks or kills the rank; only
+`interrupt` signals it, its own main thread, as Ctrl-C would.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
+import time
 import types
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +20,8 @@ from typing import Any
 from ddptui.rank import ddp, debugger, timeouts, until
 from ddptui.rank.protocol import STATE_DIR_ENV, Frame, Message, Reply, Request, creates_store, is_library
 
+PROMPT_CLOSING = 1.0
+"""Seconds `interrupt` waits for an open prompt to close before it says the rank is paused."""
 REPR_LIMIT = 2000
 """Characters of a value's repr sent back at most."""
 
@@ -192,7 +197,24 @@ def skip(args: dict[str, Any]) -> dict[str, Any]:
     return {"here": here, "sites": sorted(map(list, skips.sites)), "all": skips.everything}
 
 
+def interrupt(args: dict[str, Any]) -> bool:
+    """`interrupt`: SIGINT to this rank's main thread, not to its process group (a DataLoader
+    worker is left alone), so it stops at the line it runs (`debugger.on_interrupt`).
+
+    A prompt still open is given `PROMPT_CLOSING` seconds to close (the command that resumes the
+    rank may have been typed just before); False when it stays open.
+    """
+    deadline = time.monotonic() + PROMPT_CLOSING
+    while debugger.active is not None:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+    return True
+
+
 HANDLERS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "interrupt": interrupt,
     "eval": evaluate,
     "stack": stacks,
     "store": store,

@@ -53,7 +53,8 @@ REPLAY_BYTES = 128 * 1024
 MISSING_KINDS = ("hang", "early exit")
 """Collective verdicts whose suspects are ranks the others wait for."""
 KEYS = (
-    "F2 broadcast/typing · F10 n · F11 s · Shift+F11 r · F5 c · F8 :skip · F3/F4 previous/next rank · "
+    "F2 broadcast/typing · F10 n · F11 s · Shift+F11 r · F5 c · F12 :interrupt · F8 :skip · "
+    "F3/F4 previous/next rank · "
     "Ctrl+Q quit"
 )
 
@@ -80,6 +81,7 @@ class DdptuiApp(App[int]):
         Binding("f5", "step('c')", "Continue (c)", priority=True),
         Binding("f7", "until_collective", "To next collective", priority=True),
         Binding("f8", "skip", "Skip this breakpoint()", priority=True),
+        Binding("f12", "interrupt", "Interrupt", priority=True),
         Binding("f3", "focus_rank(-1)", "Prev rank", priority=True),
         Binding("f4", "focus_rank(1)", "Next rank", priority=True),
         Binding("f6", "focus_rank(1, True)", "Crashed rank", priority=True),
@@ -498,6 +500,10 @@ class DdptuiApp(App[int]):
         """`:skip`: the breakpoint() where the target ranks stand stops no more."""
         self.ddptui_command("skip")
 
+    def action_interrupt(self) -> None:
+        """`:interrupt`: the target ranks that run stop where they stand."""
+        self.ddptui_command("interrupt")
+
     def action_toggle_broadcast(self) -> None:
         """Switch typing between the command line (broadcast) and the focused rank's pane."""
         if self.broadcasting:
@@ -596,6 +602,11 @@ class DdptuiApp(App[int]):
             "Skip this breakpoint() (F8)",
             "The breakpoint() where the target ranks stand stops no more (:skip)",
             self.action_skip,
+        )
+        yield SystemCommand(
+            "Interrupt (F12)",
+            "The target ranks that run stop at the line each runs (:interrupt)",
+            self.action_interrupt,
         )
         yield SystemCommand(
             "Previous rank (F3)", "Type into the previous rank", lambda: self.action_focus_rank(-1)
