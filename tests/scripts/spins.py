@@ -1,7 +1,8 @@
-"""Runs for ever, a line at a time: `spins.py` stops at a breakpoint first, `spins.py --run` does not."""
+"""Runs for ever, mostly inside a library's Python code: `spins.py` stops at a breakpoint first,
+`spins.py --run` does not."""
 
 import sys
-import time
+import textwrap
 
 i = 0
 if "--run" not in sys.argv:
@@ -9,4 +10,4 @@ if "--run" not in sys.argv:
 print("spinning")
 while True:
     i += 1
-    time.sleep(0.001)
+    textwrap.dedent("  x\n  y\n")

@@ -179,7 +179,7 @@ async def test_f12_stops_the_running_ranks_in_their_loop() -> None:
         await pilot.press("f12")
         await until(pilot, lambda: all_paused(app))
         assert {str(r.state.location) for r in app.session.ranks} <= {
-            f"tests/scripts/spins.py:{line}" for line in (10, 11, 12)
+            f"tests/scripts/spins.py:{line}" for line in (11, 12, 13)
         }
         said = "interrupted ranks 0-1: each stops at the line it runs"
         await until(pilot, lambda: any(said in line for line in app.command_log.lines_text()))

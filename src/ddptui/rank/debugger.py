@@ -217,6 +217,16 @@ class RankPdb(_ORIGINAL_PDB):
         """Breakpoints stop nothing once detached."""
         return not detached and bool(super().break_here(frame))
 
+    def sigint_handler(self, signum: int, frame: Any) -> None:
+        """Ctrl-C after `c` (pdb's own handler until the next prompt): like `on_interrupt`, stop
+        at the next line of the user's code, not inside the library that runs."""
+        if self.allow_kbdint:
+            raise KeyboardInterrupt
+        self.message("\nProgram interrupted. (Use 'cont' to resume).")
+        self.user_code_only = True
+        self.set_step()
+        _ORIGINAL_PDB.set_trace(self, frame)
+
     def user_call(self, frame: types.FrameType, argument_list: Any) -> None:
         """After an interrupt, stop at a line, not at the `--Call--` of the user's code."""
         if not self.user_code_only:
