@@ -220,7 +220,7 @@ class RankPdb(_ORIGINAL_PDB):
     def sigint_handler(self, signum: int, frame: Any) -> None:
         """Ctrl-C after `c` (pdb's own handler until the next prompt): like `on_interrupt`, stop
         at the next line of the user's code, not inside the library that runs."""
-        if self.allow_kbdint:
+        if self.allow_kbdint:  # type: ignore[attr-defined]  # set in pdb.Pdb.__init__, not in its stubs
             raise KeyboardInterrupt
         self.message("\nProgram interrupted. (Use 'cont' to resume).")
         self.user_code_only = True
