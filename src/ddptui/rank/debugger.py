@@ -218,13 +218,12 @@ class RankPdb(_ORIGINAL_PDB):
         return not detached and bool(super().break_here(frame))
 
     def sigint_handler(self, signum: int, frame: Any) -> None:
-        """Ctrl-C after `c` (pdb's own handler until the next prompt): like `on_interrupt`, stop
+        """Ctrl-C while the program runs (pdb's own handler after `c`, and `on_interrupt`'s): stop
         at the next line of the user's code, not inside the library that runs."""
         if self.allow_kbdint:  # type: ignore[attr-defined]  # set in pdb.Pdb.__init__, not in its stubs
             raise KeyboardInterrupt
         self.message("\nProgram interrupted. (Use 'cont' to resume).")
-        self.user_code_only = True
-        self.set_step()
+        self.user_code_only = True  # the next line of the user's code: not inside torch or an import
         _ORIGINAL_PDB.set_trace(self, frame)
 
     def user_call(self, frame: types.FrameType, argument_list: Any) -> None:
@@ -325,10 +324,7 @@ def on_interrupt(signum: int, frame: types.FrameType | None) -> None:
     in a process forked from the rank, it is a KeyboardInterrupt as usual."""
     if detached or active is not None or frame is None or os.getpid() != _rank_pid:
         raise KeyboardInterrupt
-    interrupted = RankPdb()
-    interrupted.message("\nProgram interrupted. (Use 'cont' to resume).")
-    interrupted.user_code_only = True  # the next line of the user's code: not inside torch or an import
-    _ORIGINAL_PDB.set_trace(interrupted, frame)
+    RankPdb().sigint_handler(signum, frame)
 
 
 def install() -> None:
