@@ -176,6 +176,7 @@ async def test_f12_stops_the_running_ranks_in_their_loop() -> None:
         await until(pilot, lambda: all_paused(app))
         await pilot.press("f5")
         await until(pilot, lambda: all(b"spinning" in r.output.tail(4096) for r in app.session.ranks))
+        await until(pilot, lambda: "⧗ 'c' out on ranks 0-1" in str(app.query_one(RankBar).render()))
         await pilot.press("f12")
         await until(pilot, lambda: all_paused(app))
         assert {str(r.state.location) for r in app.session.ranks} <= {

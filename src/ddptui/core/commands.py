@@ -16,7 +16,7 @@ from ddptui.core.ddp_check import ddp_check
 from ddptui.core.session import Broadcast, Session
 from ddptui.core.stack_tree import Node, render, stacks_node
 from ddptui.core.state import Phase
-from ddptui.core.targets import Line, TargetError, format_ranks, name_ranks, parse_ranks
+from ddptui.core.targets import Line, TargetError, name_ranks, parse_ranks
 from ddptui.rank.protocol import Frame, Reply
 
 
@@ -113,7 +113,7 @@ async def suspended_timeouts(session: Session) -> list[str]:
         if isinstance(reply, Reply) and reply.ok and isinstance(reply.value, dict):
             seen.update(reply.value)
     paused = {rank.index for rank in session.ranks if rank.state.at_prompt}
-    who = f"rank {min(paused)} is" if len(paused) == 1 else f"ranks {format_ranks(paused)} are"
+    who = f"{name_ranks(paused)} {'is' if len(paused) == 1 else 'are'}"
     while_ = f" while {who} paused" if paused else ""
     return [
         f"user timeout {seconds:g} s of process group {name} suspended{while_} (--pg-timeout applies)"

@@ -57,8 +57,7 @@ class Comparison:
     """The finite (lowest, highest) the sparkline spans."""
 
     def lines(self, width: int = 100) -> list[str]:
-        """The table as plain text: verdict, `ranks 0,2-3 │ value` (`rank 1 │ ...`) rows (`≠` marks
-        odd), sparkline.
+        """The table as plain text: verdict, `ranks 0,2-3 │ value` rows (`≠` marks odd), sparkline.
 
         Every line is cut to `width` characters.
         """

@@ -25,7 +25,7 @@ from ddptui.core.reports import keep_reports
 from ddptui.core.rootcause import ROOT, Failure, tags
 from ddptui.core.stalls import IDLE_WINDOW, StallWatch
 from ddptui.core.state import Phase, RankState
-from ddptui.core.targets import EXECUTION_COMMANDS, Line, format_ranks, parse_line, parse_ranks
+from ddptui.core.targets import EXECUTION_COMMANDS, Line, format_ranks, name_ranks, parse_line, parse_ranks
 from ddptui.core.text import inert
 from ddptui.core.transport import RankTransport, RequestError
 from ddptui.core.verdicts import VerdictWatch
@@ -274,7 +274,7 @@ class Session:
         await self.wait_until(lambda: not launcher.alive or wrap.arrived(self.ranks, self._arrived_at))
         missing = {rank.index for rank in self.ranks if wrap.absent(rank) and rank.state.alive}
         if missing:
-            who = f"rank {min(missing)} has" if len(missing) == 1 else f"ranks {format_ranks(missing)} have"
+            who = f"{name_ranks(missing)} {'has' if len(missing) == 1 else 'have'}"
             self.log(f"{who} not connected to ddptui (on another node?)")
 
     def _fatal(self, rank: Rank) -> str | None:

@@ -15,7 +15,7 @@ from ddptui.ui.rank_sparkline import RankSparkline
 
 
 def row_text(row: Row, width: int) -> Text:
-    """`≠ ranks 1 │ nan`: odd groups bold in the warning colour, errors red. Values are plain text."""
+    """`≠ rank 1 │ nan`: odd groups bold in the warning colour, errors red. Values are plain text."""
     style = "red" if row.error else "bold yellow" if row.odd else ""
     value = inert(f"raised {row.text}" if row.error else row.text)
     line = f"{'≠' if row.odd else ' '} {name_ranks(row.ranks)} │ {value}"

@@ -11,7 +11,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from ddptui.core.state import Frame, Phase, RankState, describe_exit
-from ddptui.core.targets import format_ranks
+from ddptui.core.targets import format_ranks, name_ranks
 from ddptui.core.text import inert
 
 PHASE_STYLES = {
@@ -161,8 +161,8 @@ class RankBar(Widget):
         """The broadcast in flight, then divergence in as many words as fit in `width`."""
         notes = []
         if self.in_flight:
-            waiting = format_ranks(self.outstanding) if self.outstanding else "-"
-            notes.append(Text(f"⧗ {self.in_flight!r} out on ranks {waiting}", "yellow"))
+            waiting = f" on {name_ranks(self.outstanding)}" if self.outstanding else ""
+            notes.append(Text(f"⧗ {self.in_flight!r} out{waiting}", "yellow"))
         warnings = [divergence(self.states, level) for level in LEVELS]
         if warnings[0]:
             fitting = [text for text in warnings if cell_len(text) + 2 <= width]
