@@ -142,7 +142,8 @@ def test_hand_made_tensor_summary_line() -> None:
         "nan=2 inf=1 hash≈01234567"
     )
     scalar = {"shape": [], "dtype": "int64", "device": "cpu", "min": 7, "max": 7, "mean": 7.0, "hash": "ff"}
-    assert describe_tensor(scalar) == "tensor([], int64, cpu) value=7 hash=ff"
+    assert describe_tensor(scalar) == "tensor(7, int64, cpu) hash=ff"
+    assert describe_tensor(scalar | {"shape": [1, 1]}) == "tensor([[7]], int64, cpu) hash=ff"
 
 
 def test_sparkline_scales_numbers_and_marks_non_finite() -> None:
@@ -164,7 +165,7 @@ def test_sparkline_of_losses_from_real_tensors() -> None:
     )
     assert comparison.sparkline == "▁█×▅"
     assert comparison.lines()[-1] == "  by rank │ ▁█×▅  0.5 … 1"
-    assert comparison.rows[0].text.startswith("tensor([], float32, cpu, requires_grad) value=0.5 hash=")
+    assert comparison.rows[0].text.startswith("tensor(0.5, float32, cpu, requires_grad) hash=")
 
 
 def test_lines_are_cut_to_the_width() -> None:

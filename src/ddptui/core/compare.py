@@ -193,19 +193,24 @@ def describe(summary: Summary) -> str:
 def describe_tensor(info: Mapping[str, Any]) -> str:
     """`tensor([3, 4], float32, cpu) min=-1.2 max=3 mean=0.1 norm=5.5 nan=1 hash=ab12cdef`.
 
-    A one-element tensor shows `value=` instead of four equal stats; `≈` before the hash says it
-    was computed from a sample (see `ddptui.rank.summary`).
+    A one-element tensor shows its value where the shape goes, as torch prints it (`tensor(0.5,
+    float32, cpu)`, `tensor([[0.5]], ...)`), not four equal stats: a table cut to a narrow panel
+    still shows it. `≈` before the hash says it was computed from a sample (see
+    `ddptui.rank.summary`).
     """
-    shape = "[" + ", ".join(str(size) for size in info.get("shape", [])) + "]"
+    sizes = info.get("shape", [])
+    stats = {k: info.get(k) for k in TENSOR_STATS if info.get(k) is not None}
+    if _numel(info) == 1 and info.get("max") is not None:
+        shape = "[" * len(sizes) + _num(info["max"]) + "]" * len(sizes)  # min = max = mean = the value
+        stats = {}
+    else:
+        shape = "[" + ", ".join(str(size) for size in sizes) + "]"
     head = [shape, str(info.get("dtype", "?")), str(info.get("device", "?"))]
     if info.get("requires_grad"):
         head.append("requires_grad")
     if info.get("local"):
         head.append("local shard")
     parts = [f"tensor({', '.join(head)})"]
-    stats = {k: info.get(k) for k in TENSOR_STATS if info.get(k) is not None}
-    if _numel(info) == 1 and info.get("max") is not None:
-        stats = {"value": info["max"]}  # min = max = mean = the value; norm adds only its sign
     parts += [f"{name}={_num(value)}" for name, value in stats.items()]
     parts += [f"{name}={info[name]}" for name in ("nan", "inf") if info.get(name)]
     if info.get("hash"):
