@@ -126,6 +126,7 @@ def rank_env(spec: LaunchSpec, rank: int, port: int, run_id: str, link: Link) ->
         RANK=str(rank),
         LOCAL_RANK=str(rank),
         GROUP_RANK="0",
+        GROUP_WORLD_SIZE="1",
         ROLE_RANK=str(rank),
         ROLE_NAME=spec.role,
         WORLD_SIZE=str(spec.nproc),
@@ -139,6 +140,9 @@ def rank_env(spec: LaunchSpec, rank: int, port: int, run_id: str, link: Link) ->
         TERM="xterm-256color",
     )
     env.setdefault("OMP_NUM_THREADS", "1")
+    env.setdefault(
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"
+    )  # torchrun's default: a timed-out NCCL op ends the rank
     env[SOCKET_ENV], env[STATE_DIR_ENV], env[TOKEN_ENV] = link.socket, link.state_dir, link.token
     env[RANK_ENV] = str(rank)
     env[PG_TIMEOUT_ENV] = repr(float(spec.pg_timeout))
