@@ -324,7 +324,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         spec, options = listen_spec(argv[1:]) if argv[:1] == ["listen"] else parse_spec(argv)
         notes = torchrun_options.wrapped_notes if spec.command else torchrun_options.notes
-        for note in [] if spec.listen else notes(options):
+        said = [] if spec.listen else notes(options)
+        for note in said:
             print(f"ddptui: {note}", file=sys.stderr)
         if options.batch is not None:
             batch_input.check_source(options.batch)
@@ -345,7 +346,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_guarded_batch(spec, options))
         from ddptui.ui.app import run_app
 
-        return int(run_app(Session(spec)))
+        session = Session(spec)
+        session.notices.extend(said)  # the app's screen hides stderr: its command log says them too
+        return int(run_app(session))
     except LaunchError as exc:
         print(f"ddptui: error: {exc}", file=sys.stderr)
         return 2

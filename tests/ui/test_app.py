@@ -329,3 +329,14 @@ async def test_a_focus_event_arriving_after_the_screens_are_gone_is_harmless(app
     assert not app.screen_stack
     app.on_descendant_focus(events.DescendantFocus(pane))  # once raised ScreenStackError
     assert app.focused_rank == pane.rank
+
+
+async def test_notes_said_before_the_app_started_are_in_its_command_log() -> None:
+    session = Session(spec(SCRIPTS / "steps.py"))
+    session.notices.append("--max-restarts 3: ddptui does not restart ranks")
+    application = DdptuiApp(session)
+    async with application.run_test(size=(160, 40)) as pilot:
+        lines = application.command_log.lines_text
+        await until(pilot, lambda: all_paused(application))
+        assert "--max-restarts 3: ddptui does not restart ranks" in lines()
+        application.session.kill_now()

@@ -191,6 +191,8 @@ class DdptuiApp(App[int]):
         self.session.on_output.append(self._rank_output)
         self.session.on_state.append(self._rank_state)
         self.session.on_notice.append(self._notice)
+        for line in list(self.session.notices):  # said before the app was up (the launch's notes)
+            self._notice(line)
         self.session.on_world.append(self._world)
         try:
             await self.session.start()
