@@ -69,7 +69,7 @@ async def measure(count: int, window: float) -> dict[str, float]:
         figures["idle"] = (cpu_seconds() - before) / window
         start = time.monotonic()
         await pilot.press("f10")
-        while app.session.in_flight_command or not all_paused(app, count):
+        while app.session.lockstep.command or not all_paused(app, count):
             await pilot.pause(0.01)
         figures["step"] = time.monotonic() - start
         await app.session.close()

@@ -278,7 +278,7 @@ def test_sixty_four_ranks_snapshot(snap_compare: Callable[..., bool]) -> None:
             lambda: (
                 ranks[5].state.crash is not None
                 and all(r.state.phase is Phase.WAITING for r in ranks if r.index != 5)
-                and not app.session.in_flight_command
+                and not app.session.lockstep.command
             ),
             timeout=60,
         )

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from ddptui.core.collectives import collectives_table
 from ddptui.core.compare import Answer, Comparison, compare
 from ddptui.core.ddp_check import ddp_check
-from ddptui.core.session import Broadcast, Session
+from ddptui.core.lockstep import Broadcast
+from ddptui.core.session import Session
 from ddptui.core.stack_tree import Node, render, stacks_node
 from ddptui.core.state import Phase
 from ddptui.core.targets import Line, TargetError, name_ranks, parse_ranks
@@ -162,7 +163,7 @@ async def _skip(session: Session, arg: str) -> Result:
 def guard(session: Session, targets: frozenset[int] | None, override: str) -> Result | None:
     """The divergence guard: why an execution command is held back (ranks paused at different
     places would step into different collectives), or None when it may go."""
-    spread = session.divergence(targets)
+    spread = session.lockstep.divergence(targets)
     if not spread:
         return None
     return Result((f"not sent: the ranks stand at different places ({spread}); {override}",), error=True)

@@ -1,4 +1,5 @@
-"""`Session`: owns the ranks, their state, requests to them, and lockstep broadcasts to their debuggers."""
+"""`Session`: owns the ranks, their state, requests to them, and lockstep broadcasts to their debuggers
+(`Lockstep`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import secrets
 import shutil
 import time
 from collections.abc import Callable, Coroutine, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from ddptui.core import launch, wrap
@@ -19,13 +19,14 @@ from ddptui.core.ddp_check import UNUSED_ERROR, explain_unused
 from ddptui.core.fatal import fatal_site
 from ddptui.core.linked import LinkedRank
 from ddptui.core.local import LocalJob, LocalRank, SpawnError
+from ddptui.core.lockstep import Broadcast, Lockstep
 from ddptui.core.logs import SessionLog
 from ddptui.core.rank import Rank
 from ddptui.core.reports import keep_reports
 from ddptui.core.rootcause import ROOT, Failure, tags
 from ddptui.core.stalls import IDLE_WINDOW, StallWatch
 from ddptui.core.state import Phase, RankState
-from ddptui.core.targets import EXECUTION_COMMANDS, Line, format_ranks, name_ranks, parse_line, parse_ranks
+from ddptui.core.targets import Line, format_ranks, name_ranks, parse_line, parse_ranks
 from ddptui.core.text import inert
 from ddptui.core.transport import RankTransport, RequestError
 from ddptui.core.verdicts import VerdictWatch
@@ -33,25 +34,6 @@ from ddptui.rank.protocol import Hello, Message, Reply, StartsRanks, mark_key
 
 TICK = 0.1
 """Seconds between checks for stalled ranks and overdue prompts."""
-
-
-@dataclass
-class Answer:
-    """What one rank printed for a broadcast command, and where it ended up."""
-
-    rank: int
-    output: bytes
-    state: RankState
-
-
-@dataclass
-class Broadcast:
-    """The result of sending one command to a set of ranks in lockstep."""
-
-    command: str
-    replies: list[Answer] = field(default_factory=list)
-    skipped: dict[int, str] = field(default_factory=dict)
-    """Targeted ranks that were not at a prompt, with their state in words."""
 
 
 def _resolve(waiter: asyncio.Future[None]) -> None:
@@ -87,14 +69,8 @@ class Session:
         """`ddptui listen`: the `NAME=value` words that make a job's ranks connect here."""
         self.notices: list[str] = []
         self.port = 0
-        self.outstanding: frozenset[int] = frozenset()
-        """Ranks the broadcast in flight still waits for."""
-        self._touched: set[int] = set()
-        """Ranks whose output or state changed since a broadcast last looked: only those can be back."""
-        self._looked_at_all = 0.0
-        """When a broadcast last looked at every rank it waits for (`_still_out`)."""
-        self.in_flight_command = ""
-        """The command being broadcast, or empty."""
+        self.lockstep = Lockstep(self)
+        """Broadcasts to the ranks' debuggers, and the one in flight."""
         self.groups: dict[str, frozenset[int]] = {}
         """Named rank sets (`:group`), usable wherever ranks are named (`@name n`, `:ranks name`)."""
         self.watches: list[str] = []
@@ -111,7 +87,6 @@ class Session:
         self._job: LocalJob | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._changed: list[asyncio.Future[None]] = []
-        self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
         self._closing = False
         self._stalls = StallWatch(spec.stall_timeout)
@@ -329,14 +304,14 @@ class Session:
     def _received(self, rank: Rank, data: bytes) -> None:
         """Record a rank's output and hand it to the front ends."""
         rank.received(data)
-        self._touched.add(rank.index)
+        self.lockstep.touched.add(rank.index)
         for callback in self.on_output:
             callback(rank.index, data)
         self._notify()
 
     def _state_changed(self, rank: Rank) -> None:
         """Tell the front ends, wake the waiters; a rank found waiting or gone gets its collectives read."""
-        self._touched.add(rank.index)
+        self.lockstep.touched.add(rank.index)
         state = rank.state
         if state.active:  # the watchdog's to look at
             self._active.add(rank.index)
@@ -483,36 +458,8 @@ class Session:
         await self.wait_until(lambda: self.all_settled(ranks))
 
     async def broadcast(self, command: str, targets: Iterable[int] | None = None) -> Broadcast:
-        """Send `command` at once to every targeted rank at a prompt; wait until each is back.
-
-        The next broadcast waits for this one. A rank that does not return within the stall
-        timeout is reported `waiting` with its stack location, and the broadcast ends without it.
-        """
-        if not command.strip() or "\n" in command or "\r" in command:
-            raise ValueError("a broadcast is one non-empty line (an empty line repeats pdb's last command)")
-        async with self._lock:
-            ranks = self.live(targets)
-            await self.wait_until(lambda: self.all_settled(ranks))
-            result = Broadcast(command)
-            ready = [r for r in ranks if r.state.at_prompt]
-            result.skipped = {r.index: r.state.describe() for r in ranks if not r.state.at_prompt}
-            start = {r.index: (r.output.end, r.paused_count) for r in ready}
-            self.in_flight_command = command
-            line = command.encode() + b"\r"
-            for rank in ready:  # all writes first: the ranks start at the same moment
-                rank.write(line)
-            for rank in ready:
-                rank.resumed()
-            self.outstanding = frozenset(start)
-            try:
-                await self.wait_until(lambda: not self._still_out(start))
-            finally:
-                self.outstanding, self.in_flight_command = frozenset(), ""
-            result.replies = [Answer(r.index, r.output.since(start[r.index][0]), r.state) for r in ready]
-            if command.split()[0] in EXECUTION_COMMANDS:
-                await self.replace_waiting()
-                self.verdicts.after_step()
-            return result
+        """Send `command` to every targeted rank at a prompt and wait until each is back (see `Lockstep`)."""
+        return await self.lockstep.broadcast(command, targets)
 
     async def replace_waiting(self) -> None:
         """Place the waiting ranks again: the ranks just stepped may have released them, and a
@@ -520,44 +467,6 @@ class Session:
         waiting = [rank for rank in self.ranks if rank.state.phase is Phase.WAITING]
         if waiting:
             await asyncio.gather(*(self._stalls.mark_waiting(rank) for rank in waiting))
-
-    def _still_out(self, start: dict[int, tuple[int, int]]) -> frozenset[int]:
-        """The ranks of a broadcast that have not come back yet (kept in `outstanding`).
-
-        Only ranks that printed or changed state since the last look are looked at (once a tick,
-        all of them: a prompt can become overdue without a sound), so an event costs the same
-        whatever the number of ranks.
-        """
-        now = time.monotonic()
-        if now - self._looked_at_all >= TICK:
-            self._looked_at_all, candidates = now, self.outstanding
-        else:
-            candidates = self.outstanding & self._touched
-        self._touched.clear()
-        back = {i for i in candidates if self._returned(self.ranks[i], start[i][1], now)}
-        if back:
-            self.outstanding -= back
-        return self.outstanding
-
-    @staticmethod
-    def _returned(rank: Rank, paused_count: int, now: float) -> bool:
-        """True when a rank sent a command is back at its prompt, stalled, or gone."""
-        if rank.state.phase is Phase.PAUSED:
-            return rank.paused_count > paused_count and rank.settled(now)
-        return rank.settled(now)
-
-    def divergence(self, targets: Iterable[int] | None = None) -> str:
-        """Where the targeted paused ranks stand, when that is not one place; empty otherwise.
-
-        Ranks in post-mortem do not count: they cannot step, wherever they stand.
-        """
-        places: dict[str, set[int]] = {}
-        for rank in self.live(targets):
-            if rank.state.at_prompt and not rank.state.post_mortem and rank.state.location is not None:
-                places.setdefault(str(rank.state.location), set()).add(rank.index)
-        if len(places) < 2:
-            return ""
-        return " · ".join(f"{format_ranks(ranks)} at {where}" for where, ranks in places.items())
 
     async def settle(self, timeout: float = 10.0) -> None:
         """Let the findings in progress (verdicts, DDP explanations) be said before the job ends."""
@@ -662,4 +571,4 @@ class Session:
         task.add_done_callback(self._tasks.discard)
 
 
-__all__ = ["Answer", "Broadcast", "Session"]
+__all__ = ["Session"]

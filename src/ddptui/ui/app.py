@@ -25,9 +25,10 @@ from ddptui.core import commands
 from ddptui.core.answers import answer_lines, tagged
 from ddptui.core.batch import exit_status
 from ddptui.core.launch import LaunchError, check_port
+from ddptui.core.lockstep import Broadcast
 from ddptui.core.pump import ORDERED_STORES
 from ddptui.core.rootcause import Failure, root_cause
-from ddptui.core.session import Broadcast, Session
+from ddptui.core.session import Session
 from ddptui.core.state import Phase, RankState
 from ddptui.core.targets import Line, TargetError, format_ranks, name_ranks
 from ddptui.core.text import inert
@@ -283,8 +284,8 @@ class DdptuiApp(App[int]):
         if self._bar_stale:
             self._bar_stale = False
             bar.states = tuple(self._states)
-        bar.outstanding = self.session.outstanding
-        bar.in_flight = self.session.in_flight_command
+        bar.outstanding = self.session.lockstep.outstanding
+        bar.in_flight = self.session.lockstep.command
         if not bar.in_flight and self._flight is not None:
             self._flight.pause()  # nothing moves until a rank's state does (an idle app costs nothing)
 

@@ -1,0 +1,132 @@
+"""`Lockstep`: one command at a time to the ranks' debuggers, and the wait until each is back.
+
+A broadcast writes its line to every targeted rank at a prompt before any of them is looked at
+again, so the ranks start together; the next broadcast waits until each rank is back at its
+prompt, stalled (waiting in a collective, say) or gone. That is what keeps ranks reaching each
+collective together instead of deadlocking.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ddptui.core.rank import Rank
+from ddptui.core.state import Phase, RankState
+from ddptui.core.targets import EXECUTION_COMMANDS, format_ranks
+
+if TYPE_CHECKING:
+    from ddptui.core.session import Session
+
+LOOK_AT_ALL = 0.1
+"""Seconds between looks at every rank a broadcast waits for (a prompt can become overdue
+without a sound); in between, only ranks that printed or changed state are looked at."""
+
+
+@dataclass
+class Answer:
+    """What one rank printed for a broadcast command, and where it ended up."""
+
+    rank: int
+    output: bytes
+    state: RankState
+
+
+@dataclass
+class Broadcast:
+    """The result of sending one command to a set of ranks in lockstep."""
+
+    command: str
+    replies: list[Answer] = field(default_factory=list)
+    skipped: dict[int, str] = field(default_factory=dict)
+    """Targeted ranks that were not at a prompt, with their state in words."""
+
+
+class Lockstep:
+    """The session's broadcasts: one in flight at a time, and which ranks it still waits for."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._lock = asyncio.Lock()
+        self.command = ""
+        """The command being broadcast, or empty."""
+        self.outstanding: frozenset[int] = frozenset()
+        """Ranks the broadcast in flight still waits for."""
+        self.touched: set[int] = set()
+        """Ranks whose output or state changed since a broadcast last looked: only those can be back
+        (the session adds to it)."""
+        self._looked_at_all = 0.0
+
+    async def broadcast(self, command: str, targets: Iterable[int] | None = None) -> Broadcast:
+        """Send `command` at once to every targeted rank at a prompt; wait until each is back.
+
+        The next broadcast waits for this one. A rank that does not return within the stall
+        timeout is reported `waiting` with its stack location, and the broadcast ends without it.
+        """
+        if not command.strip() or "\n" in command or "\r" in command:
+            raise ValueError("a broadcast is one non-empty line (an empty line repeats pdb's last command)")
+        session = self._session
+        async with self._lock:
+            ranks = session.live(targets)
+            await session.wait_until(lambda: session.all_settled(ranks))
+            result = Broadcast(command)
+            ready = [r for r in ranks if r.state.at_prompt]
+            result.skipped = {r.index: r.state.describe() for r in ranks if not r.state.at_prompt}
+            start = {r.index: (r.output.end, r.paused_count) for r in ready}
+            self.command = command
+            line = command.encode() + b"\r"
+            for rank in ready:  # all writes first: the ranks start at the same moment
+                rank.write(line)
+            for rank in ready:
+                rank.resumed()
+            self.outstanding = frozenset(start)
+            try:
+                await session.wait_until(lambda: not self._still_out(start))
+            finally:
+                self.outstanding, self.command = frozenset(), ""
+            result.replies = [Answer(r.index, r.output.since(start[r.index][0]), r.state) for r in ready]
+            if command.split()[0] in EXECUTION_COMMANDS:
+                await session.replace_waiting()
+                session.verdicts.after_step()
+            return result
+
+    def _still_out(self, start: dict[int, tuple[int, int]]) -> frozenset[int]:
+        """The ranks of a broadcast that have not come back yet (kept in `outstanding`).
+
+        Only ranks that printed or changed state since the last look are looked at (once in
+        LOOK_AT_ALL, all of them), so an event costs the same whatever the number of ranks.
+        """
+        now = time.monotonic()
+        if now - self._looked_at_all >= LOOK_AT_ALL:
+            self._looked_at_all, candidates = now, self.outstanding
+        else:
+            candidates = self.outstanding & self.touched
+        self.touched.clear()
+        ranks = self._session.ranks
+        back = {i for i in candidates if self._returned(ranks[i], start[i][1], now)}
+        if back:
+            self.outstanding -= back
+        return self.outstanding
+
+    @staticmethod
+    def _returned(rank: Rank, paused_count: int, now: float) -> bool:
+        """True when a rank sent a command is back at its prompt, stalled, or gone."""
+        if rank.state.phase is Phase.PAUSED:
+            return rank.paused_count > paused_count and rank.settled(now)
+        return rank.settled(now)
+
+    def divergence(self, targets: Iterable[int] | None = None) -> str:
+        """Where the targeted paused ranks stand, when that is not one place; empty otherwise.
+
+        Ranks in post-mortem do not count: they cannot step, wherever they stand.
+        """
+        places: dict[str, set[int]] = {}
+        for rank in self._session.live(targets):
+            if rank.state.at_prompt and not rank.state.post_mortem and rank.state.location is not None:
+                places.setdefault(str(rank.state.location), set()).add(rank.index)
+        if len(places) < 2:
+            return ""
+        return " · ".join(f"{format_ranks(ranks)} at {where}" for where, ranks in places.items())
