@@ -21,10 +21,6 @@ from ddptui.core.targets import EXECUTION_COMMANDS, format_ranks
 if TYPE_CHECKING:
     from ddptui.core.session import Session
 
-LOOK_AT_ALL = 0.1
-"""Seconds between looks at every rank a broadcast waits for (a prompt can become overdue
-without a sound); in between, only ranks that printed or changed state are looked at."""
-
 
 @dataclass
 class Answer:
@@ -48,8 +44,12 @@ class Broadcast:
 class Lockstep:
     """The session's broadcasts: one in flight at a time, and which ranks it still waits for."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, look_every: float) -> None:
+        """`look_every`: seconds between looks at every rank a broadcast waits for (a prompt can
+        become overdue without a sound); in between, only ranks that printed or changed state
+        are looked at."""
         self._session = session
+        self._look_every = look_every
         self._lock = asyncio.Lock()
         self.command = ""
         """The command being broadcast, or empty."""
@@ -96,11 +96,11 @@ class Lockstep:
     def _still_out(self, start: dict[int, tuple[int, int]]) -> frozenset[int]:
         """The ranks of a broadcast that have not come back yet (kept in `outstanding`).
 
-        Only ranks that printed or changed state since the last look are looked at (once in
-        LOOK_AT_ALL, all of them), so an event costs the same whatever the number of ranks.
+        Only ranks that printed or changed state since the last look are looked at (all of them
+        once in `look_every`), so an event costs the same whatever the number of ranks.
         """
         now = time.monotonic()
-        if now - self._looked_at_all >= LOOK_AT_ALL:
+        if now - self._looked_at_all >= self._look_every:
             self._looked_at_all, candidates = now, self.outstanding
         else:
             candidates = self.outstanding & self.touched

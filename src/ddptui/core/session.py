@@ -69,7 +69,7 @@ class Session:
         """`ddptui listen`: the `NAME=value` words that make a job's ranks connect here."""
         self.notices: list[str] = []
         self.port = 0
-        self.lockstep = Lockstep(self)
+        self.lockstep = Lockstep(self, TICK)
         """Broadcasts to the ranks' debuggers, and the one in flight."""
         self.groups: dict[str, frozenset[int]] = {}
         """Named rank sets (`:group`), usable wherever ranks are named (`@name n`, `:ranks name`)."""
