@@ -82,6 +82,7 @@ class Lockstep:
                 rank.write(line)
             for rank in ready:
                 rank.resumed()
+            self.touched.clear()  # running now, by this broadcast's own doing: none is back yet
             self.outstanding = frozenset(start)
             try:
                 await session.wait_until(lambda: not self._still_out(start))
