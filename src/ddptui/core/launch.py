@@ -140,9 +140,8 @@ def rank_env(spec: LaunchSpec, rank: int, port: int, run_id: str, link: Link) ->
         TERM="xterm-256color",
     )
     env.setdefault("OMP_NUM_THREADS", "1")
-    env.setdefault(
-        "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"
-    )  # torchrun's default: a timed-out NCCL op ends the rank
+    # torchrun's default: a timed-out NCCL operation ends the rank instead of hanging it
+    env.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
     env[SOCKET_ENV], env[STATE_DIR_ENV], env[TOKEN_ENV] = link.socket, link.state_dir, link.token
     env[RANK_ENV] = str(rank)
     env[PG_TIMEOUT_ENV] = repr(float(spec.pg_timeout))
