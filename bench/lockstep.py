@@ -23,11 +23,12 @@ It times the same step six ways, each on ranks of its own:
   with `synchronize-panes` on: one `send-keys n Enter`, then wait until every pane printed a new
   prompt, as a control-mode client (`tmux -C`) sees the panes' output.
 
-stock, rankpdb and hooks take turns in blocks of five, on ranks alive side by side; core, tmux
-and batch then run one after another, each alone (the core samples its ranks' process trees, work
-that grows with the number of processes on the machine). Ratios are medians over the stock
-median. The load average is printed: on a busy machine, run it again. `--json` prints the figures
-as JSON on standard output (the table goes to standard error). Ctrl-C ends every rank.
+Every way but batch takes turns in blocks of five timed steps (after two untimed ones: the first
+steps after the other ways' turns are slower, whichever way it is), on ranks alive side by side,
+so load that comes and goes during a run moves every way alike instead of the ratios; batch (a
+process of its own) runs after them. Ratios are medians over the stock median. The load average
+is printed: on a busy machine, run it again. `--json` prints the figures as JSON on standard
+output (the table goes to standard error). Ctrl-C ends every rank.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from ptyprocess import PtyProcess
@@ -64,6 +65,9 @@ from ddptui.rank.protocol import RANK_ENV, SOCKET_ENV, STATE_DIR_ENV, TOKEN_ENV
 WARMUP = 3
 """Untimed steps of each way before the timed ones."""
 BLOCK = 5
+TURN_WARMUP = 2
+"""Untimed steps at the start of each block: a way's first steps after the others' turn are
+up to twice as slow (its processes idled meanwhile), whichever way it is."""
 """Timed steps per block while the bare-loop ways take turns."""
 STEP_TIMEOUT = 30.0
 """Seconds a step (or a start) may take before the bench gives up."""
@@ -304,25 +308,120 @@ def ddptui_ranks(nproc: int, script: str, tmp: str, linked: bool) -> PtyRanks:
     return PtyRanks([sys.executable, "-m", "ddptui.rank", script], envs, prompts, sink)
 
 
-def measure_bare(row: Row, script: str, tmp: str, steps: int, skip: set[str]) -> None:
-    """Time stock, rankpdb and hooks steps in alternating blocks, on ranks alive side by side."""
-    sides = {"stock": stock_ranks(row.nproc, script)}
+@dataclass
+class Way:
+    """One way of stepping, set up and ready: `step` times one step, `close` ends its ranks."""
+
+    step: Callable[[], Awaitable[float]]
+    close: Callable[[], Awaitable[None]]
+
+
+def bare_way(ranks: PtyRanks) -> Way:
+    """A bare-loop way (stock, rankpdb, hooks) whose ranks are at their first prompt."""
+
+    async def step() -> float:
+        return ranks.step()
+
+    async def close() -> None:
+        ranks.close()
+
+    ranks.wait_prompts()
+    return Way(step, close)
+
+
+def tmux_way(nproc: int, script: str) -> Way:
+    """tmux panes at their first prompt (started before the core's session: a tmux server that
+    daemonizes while a session is the subreaper would be the session's to reap)."""
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        raise RuntimeError("tmux is not installed")
+    panes = TmuxPanes(nproc, script, tmux)
+
+    async def step() -> float:
+        return panes.step()
+
+    async def close() -> None:
+        panes.close()
+
     try:
-        for way, linked in (("rankpdb", False), ("hooks", True)):
-            if way not in skip:
-                sides[way] = ddptui_ranks(row.nproc, script, tmp, linked)
-        for ranks in sides.values():
-            ranks.wait_prompts()
-            for _ in range(WARMUP):
-                ranks.step()
-        order = list(sides)
-        for block, start in enumerate(range(0, steps, BLOCK)):
-            for way in order[block % len(order) :] + order[: block % len(order)]:
-                ranks = sides[way]
-                row.times.setdefault(way, []).extend(ranks.step() for _ in range(min(BLOCK, steps - start)))
+        panes.start()
+    except BaseException:
+        panes.close()
+        raise
+    return Way(step, close)
+
+
+async def core_way(nproc: int, script: str) -> Way:
+    """A session of N ranks at their first prompt, stepped by `Session.broadcast`."""
+    session = Session(LaunchSpec(target=script, nproc=nproc, stall_timeout=60, env=bench_env()))
+
+    async def step() -> float:
+        return (await core_steps(session, 1))[0]
+
+    try:
+        await session.start()
+        await session.wait_settled()
+    except BaseException:
+        await session.close()
+        raise
+    return Way(step, session.close)
+
+
+async def measure_turns(row: Row, script: str, tmp: str, steps: int, skip: set[str]) -> None:
+    """Time every way but batch in alternating blocks, on ranks alive side by side.
+
+    Taking turns, every way sees the same machine: load that comes and goes during the run moves
+    them all, not the ratios. A way that fails to start or to step gets a note and leaves the turns.
+    """
+    starts: dict[str, Callable[[], Awaitable[Way]]] = {
+        "tmux": lambda: asyncio.to_thread(tmux_way, row.nproc, script),
+        "stock": lambda: asyncio.to_thread(bare_way, stock_ranks(row.nproc, script)),
+        "rankpdb": lambda: asyncio.to_thread(bare_way, ddptui_ranks(row.nproc, script, tmp, False)),
+        "hooks": lambda: asyncio.to_thread(bare_way, ddptui_ranks(row.nproc, script, tmp, True)),
+        "core": lambda: core_way(row.nproc, script),
+    }
+    ways: dict[str, Way] = {}
+    try:
+        for name, start in starts.items():
+            if name in skip:
+                continue
+            try:
+                ways[name] = await start()
+                for _ in range(WARMUP):
+                    await ways[name].step()
+            except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+                await drop(row, ways, name, exc)
+        order = sorted(ways, key=list(WAYS).index)
+        for block, start_step in enumerate(range(0, steps, BLOCK)):
+            turn = order[block % len(order) :] + order[: block % len(order)]
+            for name in [n for n in turn if n in ways]:
+                try:
+                    for _ in range(TURN_WARMUP):
+                        await ways[name].step()
+                    for _ in range(min(BLOCK, steps - start_step)):
+                        row.times.setdefault(name, []).append(await ways[name].step())
+                except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+                    await drop(row, ways, name, exc)
     finally:
-        for ranks in sides.values():
-            ranks.close()
+        for way in ways.values():
+            await way.close()
+
+
+async def drop(row: Row, ways: dict[str, Way], name: str, exc: BaseException) -> None:
+    """A way failed: end its ranks, forget its times, say why in its note."""
+    way = ways.pop(name, None)
+    if way is not None:
+        with contextlib.suppress(Exception):
+            await way.close()
+    row.times.pop(name, None)
+    row.notes[name] = failure(row, exc)
+
+
+def failure(row: Row, exc: BaseException) -> str:
+    """A way's note when it failed: the first and last lines of what went wrong."""
+    said = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    why = " ... ".join(dict.fromkeys([said[0], said[-1]])) if said else type(exc).__name__
+    return f"not measured at N={row.nproc}: {why}"
 
 
 # -- ddptui core -----------------------------------------------------------------------------
@@ -337,18 +436,6 @@ async def core_steps(session: Session, steps: int) -> list[float]:
         if lost or len(result.replies) != len(session.ranks):
             raise RuntimeError(f"ranks {lost} did not come back to a prompt")
     return times
-
-
-async def measure_core(row: Row, script: str, steps: int) -> None:
-    """Start a session of N ranks, warm up, time `steps` broadcasts, end it."""
-    session = Session(LaunchSpec(target=script, nproc=row.nproc, stall_timeout=60, env=bench_env()))
-    try:
-        await session.start()
-        await session.wait_settled()
-        await core_steps(session, WARMUP)
-        row.times["core"] = await core_steps(session, steps)
-    finally:
-        await session.close()
 
 
 # -- ddptui --batch --------------------------------------------------------------------------
@@ -501,22 +588,6 @@ class TmuxPanes:
             time.sleep(0.01)
 
 
-def measure_tmux(row: Row, script: str, steps: int) -> None:
-    """Time `steps` synchronized `n` in tmux."""
-    tmux = shutil.which("tmux")
-    if tmux is None:
-        row.notes["tmux"] = "tmux is not installed"
-        return
-    panes = TmuxPanes(row.nproc, script, tmux)
-    try:
-        panes.start()
-        for _ in range(WARMUP):
-            panes.step()
-        row.times["tmux"] = [panes.step() for _ in range(steps)]
-    finally:
-        panes.close()
-
-
 # -- one job size ----------------------------------------------------------------------------
 def batch_steps(args: argparse.Namespace, nproc: int) -> int:
     """B, the long batch run's extra steps: --batch-steps, else 5 S, times 64 / N below 64 ranks."""
@@ -524,27 +595,15 @@ def batch_steps(args: argparse.Namespace, nproc: int) -> int:
 
 
 def measure(nproc: int, script: str, tmp: str, args: argparse.Namespace) -> Row:
-    """Every way at one job size, one after another; a way that fails gets a note instead."""
+    """Every way at one job size: all but batch taking turns, then batch; a way that fails gets a note."""
     row = Row(nproc, load=os.getloadavg()[0])
-    parts: list[tuple[tuple[str, ...], Callable[[], object]]] = [
-        (("stock", "rankpdb", "hooks"), lambda: measure_bare(row, script, tmp, args.steps, args.skip)),
-        (("core",), lambda: asyncio.run(measure_core(row, script, args.steps))),
-        (("tmux",), lambda: measure_tmux(row, script, args.steps)),
-        (("batch",), lambda: measure_batch(row, script, tmp, batch_steps(args, nproc), args.batch_runs)),
-    ]
-    for ways, run in parts:
-        if ways[0] in args.skip:
-            continue
+    asyncio.run(measure_turns(row, script, tmp, args.steps, args.skip))
+    if "batch" not in args.skip:
         try:
-            run()
+            measure_batch(row, script, tmp, batch_steps(args, nproc), args.batch_runs)
         except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
-            said = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-            why = " ... ".join(dict.fromkeys([said[0], said[-1]])) if said else type(exc).__name__
-            if "batch" in ways:
-                row.batch_runs.clear()
-            for way in set(ways) - args.skip:
-                row.times.pop(way, None)
-                row.notes[way] = f"not measured at N={nproc}: {why}"
+            row.batch_runs.clear()
+            row.notes["batch"] = failure(row, exc)
     return row
 
 
