@@ -112,6 +112,36 @@ def location(frame: types.FrameType) -> Frame:
     return Frame(code.co_filename, frame.f_lineno, code.co_name)
 
 
+_prompt_buffer: object = None
+"""C stdout's buffer once `buffer_prompts` gave it one (kept alive as long as the process)."""
+
+
+def buffer_prompts() -> None:
+    """Give C's stdout a line buffer when Python runs unbuffered (`-u`, PYTHONUNBUFFERED) on a terminal.
+
+    Unbuffered, readline writes the prompt a byte a write: ten system calls a step, and as many
+    wake-ups of whatever reads the terminal. Line-buffered is what C's stdout is on a terminal
+    anyway; Python's own streams are not touched (they do not go through C's stdio). Once per
+    process, at its first prompt; where C's `stdout` cannot be found, nothing changes.
+    """
+    global _prompt_buffer
+    if _prompt_buffer is not None:
+        return
+    _prompt_buffer = False
+    stream = sys.__stdout__
+    if stream is None or not stream.write_through or not os.isatty(1):
+        return
+    import ctypes  # only ranks that show a prompt, once
+
+    try:
+        libc = ctypes.CDLL(None)
+        buffer = ctypes.create_string_buffer(4096)
+        if libc.setvbuf(ctypes.c_void_p.in_dll(libc, "stdout"), buffer, 1, len(buffer)) == 0:  # _IOLBF
+            _prompt_buffer = buffer
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 class RankPdb(_ORIGINAL_PDB):
     """pdb with a per-rank prompt, hidden launcher frames and side-channel state events."""
 
@@ -163,9 +193,14 @@ class RankPdb(_ORIGINAL_PDB):
         self.interaction(frame, None)
 
     def message(self, msg: str) -> None:
-        """Print a message, except torch's advice to go `up`: ddptui already stops at the caller."""
+        """Print a message (in one write, unbuffered too), except torch's advice to go `up`:
+        ddptui already stops at the caller."""
         if "to get to the frame that called dist.breakpoint" not in msg:
-            super().message(msg)
+            self.stdout.write(f"{msg}\n")
+
+    def error(self, msg: str) -> None:
+        """Print an error message (in one write, as `message`)."""
+        self.stdout.write(f"*** {msg}\n")
 
     def get_stack(self, f: types.FrameType | None, t: types.TracebackType | None) -> tuple[list[Any], int]:
         """The stack up to the user's outermost frame.
@@ -257,6 +292,7 @@ class RankPdb(_ORIGINAL_PDB):
 
     def preloop(self) -> None:
         """Show pdb's `display` expressions that changed, then report `paused`: the prompt opens."""
+        buffer_prompts()
         super().preloop()
         self._report_paused()
 
