@@ -204,3 +204,26 @@ async def test_paused_comes_in_the_terminal_and_forged_marks_are_output(tmp_path
         await session.broadcast("p marker")
         assert rank.paused_count == before + 1 and not on_link  # it came in the terminal
         assert session._mark_key not in rank.output.since(0)
+
+
+C_STDOUT_LINE_BUFFERED = (
+    "__import__('ctypes').CDLL(None).__flbf("
+    "__import__('ctypes').c_void_p.in_dll(__import__('ctypes').CDLL(None), 'stdout'))"
+)
+
+
+async def test_an_unbuffered_rank_writes_its_prompt_in_one_piece(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under PYTHONUNBUFFERED readline wrote `(Pdb r0) ` a byte a system call: once a prompt
+    opened, C's stdout is line-buffered (as on a terminal without -u); Python's stream is not."""
+    monkeypatch.setenv("PYTHONUNBUFFERED", "1")
+    async with running_session(SCRIPTS / "steps.py", nproc=1) as session:
+        await reach(session, "prompt")
+        (reply,) = (await ask(session, "eval", {"expr": C_STDOUT_LINE_BUFFERED})).values()
+        assert reply.ok and reply.value["repr"] != "0", reply
+        python_stdout = "__import__('sys').__stdout__.write_through"
+        (reply,) = (await ask(session, "eval", {"expr": python_stdout})).values()
+        assert reply.ok and reply.value["repr"] == "True", reply
+        rank, before = session.ranks[0], session.ranks[0].paused_count
+        session.send_input(0, b"n\r")
+        assert await session.wait_until(lambda: rank.paused_count > before and rank.prompt_shown(), TIMEOUT)
+        assert rank.output.tail(9) == b"(Pdb r0) "
