@@ -26,7 +26,8 @@ It times the same step six ways, each on ranks of its own:
 Every way but batch takes turns in blocks of five timed steps (after two untimed ones: the first
 steps after the other ways' turns are slower, whichever way it is), on ranks alive side by side,
 so load that comes and goes during a run moves every way alike instead of the ratios; batch (a
-process of its own) runs after them. Ratios are medians over the stock median. The load average
+process of its own) runs after them. Ratios are medians over the stock median; batch's (its
+cost per step is a mean: every step, slow ones too) is over the stock mean. The load average
 is printed: on a busy machine, run it again. `--json` prints the figures as JSON on standard
 output (the table goes to standard error). Ctrl-C ends every rank.
 """
@@ -114,6 +115,13 @@ class Row:
         values = self.times.get(way)
         return statistics.median(values) if values else math.nan
 
+    def mean(self, way: str) -> float:
+        """The mean step of a way (batch: its derived cost per step, a mean itself); NaN when not measured."""
+        if way == "batch":
+            return self.batch_step()
+        values = self.times.get(way)
+        return statistics.mean(values) if values else math.nan
+
     def p90(self, way: str) -> float:
         """The 90th percentile step of a way; NaN when not measured (or batch)."""
         values = self.times.get(way, [])
@@ -127,7 +135,10 @@ class Row:
         return (statistics.median(many) - statistics.median(one)) / (long - short)
 
     def ratio(self, way: str, base: str = "stock") -> float:
-        """A way's median over the baseline's median."""
+        """A way's median over the baseline's median; batch's cost per step (a mean: every step's
+        time, slow ones included) over the baseline's mean step."""
+        if way == "batch":
+            return self.batch_step() / self.mean(base)
         return self.median(way) / self.median(base)
 
 
@@ -666,6 +677,7 @@ def as_json(rows: list[Row], args: argparse.Namespace, about: dict[str, object])
             "ways": {
                 way: {
                     "median_ms": number(row.median(way)),
+                    "mean_ms": number(row.mean(way)),
                     "p90_ms": number(row.p90(way)),
                     "ratio_stock": number(row.ratio(way), 1),
                     "samples_ms": [round(t * 1e3, 4) for t in row.times.get(way, [])],
