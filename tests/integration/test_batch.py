@@ -276,3 +276,17 @@ def test_the_demo_without_a_terminal_runs_as_a_batch(ddptui: Runner) -> None:
     out = result.stdout
     assert "(ddptui) :compare loss\nddptui: 4 distinct values\n" in out
     assert summary(out) == {rank: "exited 0" for rank in range(4)}
+
+
+def test_pdb_commands_after_every_rank_ended_are_one_line_not_one_each(ddptui: Runner) -> None:
+    result = ddptui.batch(SCRIPTS / "steps.py", "c\nn\nn\np value\n:state\nn\n")
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    after_c = lines[lines.index("(ddptui) c") + 1 :]
+    assert after_c[2:4] == [
+        "ddptui: 3 pdb commands not sent, every rank had ended: n, n, p value",
+        "(ddptui) :state",
+    ], result.stdout
+    assert "ddptui: 1 pdb command not sent, every rank had ended: n" in after_c
+    assert "(ddptui) n" not in after_c and "no live rank" not in result.stdout
+    assert summary(result.stdout) == {0: "exited 0", 1: "exited 0"}

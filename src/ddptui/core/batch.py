@@ -19,6 +19,8 @@ from ddptui.core.wrap import absent
 TIMED_OUT = 124
 """Exit status when `--timeout` ended the run (as timeout(1) says it)."""
 LOST_HINT = "the rank printed faster than it was shown; --log-dir keeps every byte"
+UNSENT_SHOWN = 5
+"""pdb commands named in the line that says they were not sent."""
 
 
 def _size(count: int) -> str:
@@ -39,6 +41,8 @@ class Transcript:
         self.collapse = collapse
         self._printed: dict[int, int] = {}
         """Output offset printed so far, per rank (-1: a wrapped job's launcher)."""
+        self.unsent: list[str] = []
+        """pdb commands skipped since every rank ended, not said yet (`say_unsent`)."""
 
     def flush(self, echo: dict[int, str] | None = None) -> None:
         """Print what every rank printed since the last flush, identical answers once (`[ranks 0-3]`)."""
@@ -81,6 +85,15 @@ class Transcript:
     def note(self, text: str) -> None:
         """Print a line from ddptui itself."""
         print(f"ddptui: {inert(text)}", file=self.out, flush=True)
+
+    def say_unsent(self) -> None:
+        """One line for the pdb commands skipped in a row because every rank had ended."""
+        if not self.unsent:
+            return
+        count, shown = len(self.unsent), ", ".join(self.unsent[:UNSENT_SHOWN])
+        more = ", ..." if count > UNSENT_SHOWN else ""
+        self.note(f"{count} pdb command{'s' * (count > 1)} not sent, every rank had ended: {shown}{more}")
+        self.unsent.clear()
 
 
 def exit_status(states: list[RankState]) -> int:
@@ -146,6 +159,8 @@ async def replay(session: Session, lines: AsyncIterator[str], transcript: Transc
                 return
     except BatchInputError as exc:
         transcript.note(str(exc))
+    finally:
+        transcript.say_unsent()
 
 
 async def run_line(session: Session, line: str, transcript: Transcript) -> bool:
@@ -157,6 +172,10 @@ async def run_line(session: Session, line: str, transcript: Transcript) -> bool:
         return True
     if parsed.kind == "empty":
         return True
+    if parsed.kind == "pdb" and all_gone(session):
+        transcript.unsent.append(line.strip())
+        return True
+    transcript.say_unsent()
     print(f"(ddptui) {inert(line.strip())}", file=transcript.out)
     if parsed.kind == "ddptui":
         result = await commands.run(session, parsed.text)
@@ -171,6 +190,15 @@ async def run_line(session: Session, line: str, transcript: Transcript) -> bool:
     for text in said.lines:
         transcript.note(text)
     return True
+
+
+def all_gone(session: Session) -> bool:
+    """True once every rank has ended and no other can come (no launcher of a wrapped job still
+    running, no `ddptui listen` waiting for ranks)."""
+    launcher = session.launcher
+    if session.spec.listen is not None or (launcher is not None and launcher.alive):
+        return False
+    return not session.live(range(len(session.ranks)))
 
 
 def report_early_deaths(session: Session) -> None:
