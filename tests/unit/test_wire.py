@@ -1,9 +1,14 @@
-"""The wire form of messages: the hand-formatted `Paused` line is the generic one."""
+"""The wire form of messages: the hand-formatted `Paused` line is the generic one; frames always decode."""
 
 from __future__ import annotations
 
+import json
+import sys
+import types
+
 import pytest
 
+from ddptui.rank import debugger
 from ddptui.rank.protocol import Frame, Message, Paused, ProtocolError, decode
 
 
@@ -39,3 +44,17 @@ def test_a_malformed_paused_is_refused(line: bytes) -> None:
     """`paused` has a decoder of its own (it comes every step): it refuses what the generic one does."""
     with pytest.raises(ProtocolError):
         decode(line)
+
+
+def test_a_frame_without_a_line_number_is_sent_as_line_0() -> None:
+    """Python has no line at some instructions (f_lineno None, seen inside torch's import): a
+    `stack` answer taken there must still decode in the core."""
+
+    def here() -> types.FrameType:
+        return sys._getframe()
+
+    here.__code__ = here.__code__.replace(co_linetable=b"")
+    frame = here()
+    assert frame.f_lineno is None
+    sent = json.loads(json.dumps(debugger.location(frame).to_json()))
+    assert Frame.from_json(sent) == Frame(__file__, 0, "here")

@@ -27,6 +27,7 @@ from ddptui.core.rank import Rank
 from ddptui.core.stacks import blocked_at, joining_store, main_thread, parse_threads
 from ddptui.core.state import Frame, Phase
 from ddptui.core.transport import RequestError
+from ddptui.rank.protocol import ProtocolError
 
 IDLE_WINDOW = 0.5
 """Seconds of CPU accounting behind an idle/busy verdict."""
@@ -47,8 +48,11 @@ async def main_stack(rank: Rank) -> list[Frame]:
         reply = None
     if reply is not None and reply.ok and isinstance(reply.value, list):
         for thread in reply.value:
-            if thread.get("main"):
-                return [Frame.from_json(f) for f in reversed(thread["frames"])]
+            if isinstance(thread, dict) and thread.get("main"):
+                try:
+                    return [Frame.from_json(f) for f in reversed(thread["frames"])]
+                except (ProtocolError, TypeError, KeyError):
+                    break  # a malformed answer: the dump tells instead
     return main_thread(parse_threads(await transport.stack_dump()))
 
 

@@ -272,9 +272,9 @@ def _caller_site(frame: Any) -> list[Any] | None:
     while frame is not None:
         code = frame.f_code
         if is_user_code(code.co_filename):
-            return [code.co_filename, frame.f_lineno, code.co_name]
+            return [code.co_filename, frame.f_lineno or 0, code.co_name]
         if outside is None and not _is_core_library(code.co_filename):
-            outside = [code.co_filename, frame.f_lineno, code.co_name]
+            outside = [code.co_filename, frame.f_lineno or 0, code.co_name]
         frame = frame.f_back
     return outside
 

@@ -107,9 +107,10 @@ def trim_traceback(tb: types.TracebackType | None) -> types.TracebackType | None
 
 
 def location(frame: types.FrameType) -> Frame:
-    """The file, line and function of a frame."""
+    """The file, line and function of a frame (line 0 where the frame has none: Python gives
+    None at some instructions, as in torch's import machinery)."""
     code = frame.f_code
-    return Frame(code.co_filename, frame.f_lineno, code.co_name)
+    return Frame(code.co_filename, frame.f_lineno or 0, code.co_name)
 
 
 _prompt_buffer: object = None

@@ -259,7 +259,7 @@ def about_to(
         "peer": next(
             (args[k] for k in ("dst", "src", "group_dst", "group_src") if args.get(k) is not None), None
         ),
-        "site": [code.co_filename, frame.f_lineno, code.co_name],
+        "site": [code.co_filename, frame.f_lineno or 0, code.co_name],
         "via": _entry(frame, caller, op),
         "source": "until",
     }
