@@ -10,6 +10,7 @@ import shutil
 import signal
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import NoReturn
 
 from ddptui import __version__, torchrun_options
@@ -289,7 +290,7 @@ def check_script(path: str) -> None:
 async def run_batch(spec: LaunchSpec, options: argparse.Namespace) -> int:
     """Start the job and replay a batch file against it (for at most `--timeout` seconds)."""
     lines = batch_input.lines(options.batch)
-    session = Session(spec)
+    session = Session(replace(spec, line_editing=False))  # only ddptui types into the ranks' terminals
     try:
         await session.start()
         return await batch.run(session, lines, timeout=options.timeout, collapse=not options.no_collapse)

@@ -290,3 +290,12 @@ def test_pdb_commands_after_every_rank_ended_are_one_line_not_one_each(ddptui: R
     assert "ddptui: 1 pdb command not sent, every rank had ended: n" in after_c
     assert "(ddptui) n" not in after_c and "no live rank" not in result.stdout
     assert summary(result.stdout) == {0: "exited 0", 1: "exited 0"}
+
+
+def test_batch_ranks_read_plain_lines(ddptui: Runner) -> None:
+    """Only ddptui types into a batch run's ranks: their pdb reads plain lines, not through readline."""
+    result = ddptui.batch(SCRIPTS / "steps.py", "p __import__('os').environ.get('DDPTUI_PLAIN_INPUT')\nn\n")
+    assert "[ranks 0-1] '1'" in result.stdout, result.stdout
+    assert summary(result.stdout) == {
+        r: "paused at tests/scripts/steps.py:9 (ended by ddptui)" for r in (0, 1)
+    }

@@ -227,3 +227,21 @@ async def test_an_unbuffered_rank_writes_its_prompt_in_one_piece(monkeypatch: py
         session.send_input(0, b"n\r")
         assert await session.wait_until(lambda: rank.paused_count > before and rank.prompt_shown(), TIMEOUT)
         assert rank.output.tail(9) == b"(Pdb r0) "
+
+
+TERMINAL_CANONICAL = "__import__('termios').tcgetattr(0)[3] & __import__('termios').ICANON != 0"
+
+
+@pytest.mark.parametrize("line_editing", [True, False])
+async def test_without_line_editing_pdb_reads_plain_lines(line_editing: bool) -> None:
+    """readline puts the terminal in raw mode while a prompt waits (and back after each line: 40 %
+    of a rank's CPU a step); without line editing (`--batch`) pdb reads the line discipline's
+    lines: the terminal stays canonical at the prompt, and commands work the same."""
+    async with running_session(SCRIPTS / "steps.py", nproc=1, line_editing=line_editing) as session:
+        await reach(session, "prompt")
+        (reply,) = (await ask(session, "eval", {"expr": TERMINAL_CANONICAL})).values()
+        assert reply.ok and reply.value["repr"] == str(not line_editing), reply
+        rank, before, mark = session.ranks[0], session.ranks[0].paused_count, session.ranks[0].output.end
+        session.send_input(0, b"p 6 * 7\r")
+        assert await session.wait_until(lambda: rank.paused_count > before and rank.prompt_shown(), TIMEOUT)
+        assert rank.output.since(mark) == b"p 6 * 7\r\n42\r\n(Pdb r0) "

@@ -1,8 +1,12 @@
-"""Launch helpers that read the machine: ports."""
+"""Launch helpers: ports, and what the ranks' environment says."""
 
 import socket
 
-from ddptui.core.launch import free_port, listening
+import pytest
+
+from ddptui.core import wrap
+from ddptui.core.launch import LaunchSpec, Link, free_port, listening, rank_env
+from ddptui.rank.protocol import PLAIN_INPUT_ENV
 
 
 def test_listening_is_true_only_while_a_socket_listens_on_the_port() -> None:
@@ -15,3 +19,14 @@ def test_listening_is_true_only_while_a_socket_listens_on_the_port() -> None:
         bound.listen()
         assert listening("127.0.0.1", port)
     assert not listening("127.0.0.1", port)
+
+
+@pytest.mark.parametrize("line_editing", [True, False])
+def test_plain_input_is_said_only_by_this_session(
+    monkeypatch: pytest.MonkeyPatch, line_editing: bool
+) -> None:
+    """Batch ranks read plain lines; a ddptui run inside a batch rank does not inherit that."""
+    monkeypatch.setenv(PLAIN_INPUT_ENV, "1")
+    spec, link = LaunchSpec("train.py", line_editing=line_editing), Link("/s", "/d", "t")
+    for env in (rank_env(spec, 0, 29500, "run", link), wrap.launcher_env(spec, link)):
+        assert env.get(PLAIN_INPUT_ENV) == (None if line_editing else "1")

@@ -11,7 +11,7 @@ import tempfile
 import uuid
 from dataclasses import dataclass, field
 
-from ddptui.rank.protocol import RANK_ENV, SOCKET_ENV, STATE_DIR_ENV, TOKEN_ENV
+from ddptui.rank.protocol import PLAIN_INPUT_ENV, RANK_ENV, SOCKET_ENV, STATE_DIR_ENV, TOKEN_ENV
 from ddptui.rank.timeouts import DEFAULT_PG_TIMEOUT, PG_TIMEOUT_ENV
 
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -57,6 +57,10 @@ class LaunchSpec:
     """Drain the ranks' ptys in a pump process (`ddptui.core.pump`) instead of on the event loop.
     None: the front end decides; the app turns it on (a flood then costs its loop one wake-up
     per pass), batch runs do without the extra hop."""
+    line_editing: bool = True
+    """The ranks' pdb reads commands through readline (history, completion, editing keys for
+    whoever types into a rank's terminal); False (`--batch`, where only ddptui types): as plain
+    lines (`PLAIN_INPUT_ENV`), a lighter step."""
 
     def argv(self) -> list[str]:
         """The command line of one rank process."""
@@ -145,10 +149,18 @@ def rank_env(spec: LaunchSpec, rank: int, port: int, run_id: str, link: Link) ->
     env[SOCKET_ENV], env[STATE_DIR_ENV], env[TOKEN_ENV] = link.socket, link.state_dir, link.token
     env[RANK_ENV] = str(rank)
     env[PG_TIMEOUT_ENV] = repr(float(spec.pg_timeout))
+    plain_input(env, spec)
     pythonpath = python_path(env.get("PYTHONPATH"))
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
     return env
+
+
+def plain_input(env: dict[str, str], spec: LaunchSpec) -> None:
+    """Tell the ranks whether their pdb reads through readline (`LaunchSpec.line_editing`)."""
+    env.pop(PLAIN_INPUT_ENV, None)  # not inherited from a ddptui this one runs under
+    if not spec.line_editing:
+        env[PLAIN_INPUT_ENV] = "1"
 
 
 def new_run_id() -> str:

@@ -45,6 +45,7 @@ def launcher_env(spec: launch.LaunchSpec, link: launch.Link) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [SITE_DIR, env.get("PYTHONPATH")]))
     env[SOCKET_ENV], env[STATE_DIR_ENV], env[TOKEN_ENV] = link.socket, link.state_dir, link.token
     env[PG_TIMEOUT_ENV] = repr(float(spec.pg_timeout))
+    launch.plain_input(env, spec)
     if not env.get("PYTHONBREAKPOINT"):
         env["PYTHONBREAKPOINT"] = BREAKPOINT_HOOK
     env["TERM"] = "xterm-256color"

@@ -13,7 +13,7 @@ from typing import Any
 
 from ddptui.rank.hooks import when_imported
 from ddptui.rank.link import link
-from ddptui.rank.protocol import RANK_ENV, Frame, is_library, paused_line
+from ddptui.rank.protocol import PLAIN_INPUT_ENV, RANK_ENV, Frame, is_library, paused_line
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -150,6 +150,8 @@ class RankPdb(_ORIGINAL_PDB):
         """Create the debugger; the prompt must be set per instance (pdb's __init__ overwrites it)."""
         super().__init__(*args, **kwargs)
         self.prompt = f"(Pdb r{rank_number()}) "
+        if os.environ.get(PLAIN_INPUT_ENV) == "1":
+            self.use_rawinput = False  # `cmd.Cmd`'s switch: sys.stdin.readline(), not input()
         self.post_mortem = False
         self.site: tuple[str, int] | None = None
         """Where the hard-coded breakpoint that opened this debugger was called, if one did."""
@@ -293,7 +295,8 @@ class RankPdb(_ORIGINAL_PDB):
 
     def preloop(self) -> None:
         """Show pdb's `display` expressions that changed, then report `paused`: the prompt opens."""
-        buffer_prompts()
+        if self.use_rawinput:
+            buffer_prompts()
         super().preloop()
         self._report_paused()
 

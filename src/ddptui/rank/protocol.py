@@ -29,6 +29,10 @@ STATE_DIR_ENV = "DDPTUI_DIR"
 """Environment variable holding the session's private directory (0700)."""
 RANK_ENV = "DDPTUI_RANK"
 """Environment variable holding the global rank ddptui gave this process."""
+PLAIN_INPUT_ENV = "DDPTUI_PLAIN_INPUT"
+"""Set to `1` when no one types into the ranks' terminals (`--batch`): pdb reads each command as a
+plain line, as the terminal's line discipline hands it over, instead of through readline, whose
+terminal set-up and tear-down around every prompt cost a rank about 40 % of its CPU a step."""
 
 MAX_LINE = 1 << 20
 """Longest message accepted, in bytes; a longer line is garbage."""
