@@ -299,3 +299,12 @@ def test_batch_ranks_read_plain_lines(ddptui: Runner) -> None:
     assert summary(result.stdout) == {
         r: "paused at tests/scripts/steps.py:9 (ended by ddptui)" for r in (0, 1)
     }
+
+
+def test_plain_lines_are_read_from_a_terminal_the_program_left_raw(ddptui: Runner) -> None:
+    """readline never minded a raw terminal; plain input cooks it for the prompt and puts the
+    program's settings back when the prompt closes (it used to wait forever for a newline)."""
+    result = ddptui.batch(SCRIPTS / "raw_terminal.py", "n\np value\nc\n", timeout=60)
+    assert "[rank 0] 1\n[rank 1] 11\n" in result.stdout, result.stdout
+    assert "[rank 1] rank 1 value 11 raw" in result.stdout, result.stdout
+    assert summary(result.stdout) == {0: "exited 0", 1: "exited 0"}

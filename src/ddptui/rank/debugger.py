@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pdb
 import signal
@@ -143,6 +144,34 @@ def buffer_prompts() -> None:
         pass
 
 
+def cook_terminal() -> list[Any] | None:
+    """Make the terminal hand over lines, echoed, for a prompt that reads plain lines: a program
+    may have left it raw (as a key-reading program does), which readline would not mind. Returns
+    the settings to put back when the prompt closes; None when nothing changed (or no terminal)."""
+    import termios  # plain input only: one small C module
+
+    try:
+        saved = termios.tcgetattr(0)
+    except termios.error:
+        return None
+    iflag, lflag = saved[0] | termios.ICRNL, saved[3] | termios.ICANON | termios.ECHO
+    if (iflag, lflag) == (saved[0], saved[3]):
+        return None
+    try:
+        termios.tcsetattr(0, termios.TCSANOW, [iflag, saved[1], saved[2], lflag, *saved[4:]])
+    except termios.error:
+        return None
+    return saved
+
+
+def restore_terminal(saved: list[Any]) -> None:
+    """Put back the settings `cook_terminal` changed."""
+    import termios
+
+    with contextlib.suppress(termios.error):
+        termios.tcsetattr(0, termios.TCSANOW, saved)
+
+
 class RankPdb(_ORIGINAL_PDB):
     """pdb with a per-rank prompt, hidden launcher frames and side-channel state events."""
 
@@ -152,6 +181,8 @@ class RankPdb(_ORIGINAL_PDB):
         self.prompt = f"(Pdb r{rank_number()}) "
         if os.environ.get(PLAIN_INPUT_ENV) == "1":
             self.use_rawinput = False  # `cmd.Cmd`'s switch: sys.stdin.readline(), not input()
+        self._program_terminal: list[Any] | None = None
+        """The program's terminal settings while a plain prompt had to change them (`cook_terminal`)."""
         self.post_mortem = False
         self.site: tuple[str, int] | None = None
         """Where the hard-coded breakpoint that opened this debugger was called, if one did."""
@@ -297,6 +328,8 @@ class RankPdb(_ORIGINAL_PDB):
         """Show pdb's `display` expressions that changed, then report `paused`: the prompt opens."""
         if self.use_rawinput:
             buffer_prompts()
+        else:
+            self._program_terminal = cook_terminal()
         super().preloop()
         self._report_paused()
 
@@ -316,6 +349,9 @@ class RankPdb(_ORIGINAL_PDB):
         (a broadcast, or Enter in the rank's pane); a command that leaves the prompt open says
         `paused` again (`postcmd`). One event a step instead of two.
         """
+        if self._program_terminal is not None:
+            restore_terminal(self._program_terminal)
+            self._program_terminal = None
         if detached and _on_resume is not None:
             _on_resume()
 
