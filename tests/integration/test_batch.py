@@ -308,3 +308,14 @@ def test_plain_lines_are_read_from_a_terminal_the_program_left_raw(ddptui: Runne
     assert "[rank 0] 1\n[rank 1] 11\n" in result.stdout, result.stdout
     assert "[rank 1] rank 1 value 11 raw" in result.stdout, result.stdout
     assert summary(result.stdout) == {0: "exited 0", 1: "exited 0"}
+
+
+def test_a_pdb_command_longer_than_a_terminal_line_is_refused_not_cut(ddptui: Runner) -> None:
+    """Plain lines pass through the terminal's line buffer: 4095 bytes arrive whole, more would be cut."""
+    longest, too_long = (f'p len("{"x" * (size - 9)}")' for size in (4095, 4096))
+    result = ddptui.batch(SCRIPTS / "steps.py", f"{longest}\n{too_long}\nc\n", nproc=1)
+    assert "[rank 0] 4086\n" in result.stdout, result.stdout[-2000:]
+    assert "ddptui: not sent: 4096 bytes, a terminal line holds 4095\n" in result.stdout, result.stdout[
+        -2000:
+    ]
+    assert summary(result.stdout) == {0: "exited 0"}

@@ -53,6 +53,10 @@ class Command:
 WIDTH = 120
 """Characters of a table line at most (values are cut, with a marker)."""
 EVAL_TIMEOUT = 5.0
+TERMINAL_LINE = 4095
+"""Longest line, in bytes, a terminal hands over whole to a program that reads plain lines
+(Linux's n_tty buffer less the newline): without readline (`--batch`), a longer pdb command
+would arrive cut."""
 """Seconds a rank has to evaluate an expression for `:compare` and watches."""
 
 COMMANDS: dict[str, Command] = {}
@@ -183,6 +187,9 @@ async def send(session: Session, line: Line) -> tuple[Broadcast | None, Result]:
         return None, held
     if not session.live(line.targets):
         return None, Result(("no live rank to send it to",), error=True)
+    size = len(line.text.encode())
+    if not session.spec.line_editing and size > TERMINAL_LINE:
+        return None, Result((f"not sent: {size} bytes, a terminal line holds {TERMINAL_LINE}",), error=True)
     if line.force:  # `!n` also runs a collective that :until-collective held back as mismatched
         from ddptui.core.until import release
 
