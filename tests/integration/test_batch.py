@@ -319,3 +319,13 @@ def test_a_pdb_command_longer_than_a_terminal_line_is_refused_not_cut(ddptui: Ru
         -2000:
     ]
     assert summary(result.stdout) == {0: "exited 0"}
+
+
+def test_a_pdb_command_with_a_control_character_is_refused(ddptui: Runner) -> None:
+    """^Z, ^D, ^U in a command: the rank's terminal would stop the rank, end pdb's input or kill
+    the line (they used to go out raw); the command is refused in one line, the next ones run."""
+    result = ddptui.batch(SCRIPTS / "steps.py", "p 2\x1a\np 3\x04\np 4\x15 5\np 6\nc\n", nproc=1)
+    notes = [line for line in result.stdout.splitlines() if line.startswith("ddptui: not sent")]
+    assert notes == [f"ddptui: not sent: it holds the control character '\\x{c}'" for c in ("1a", "04", "15")]
+    assert "[rank 0] 6\n" in result.stdout, result.stdout
+    assert summary(result.stdout) == {0: "exited 0"}

@@ -187,6 +187,9 @@ async def send(session: Session, line: Line) -> tuple[Broadcast | None, Result]:
         return None, held
     if not session.live(line.targets):
         return None, Result(("no live rank to send it to",), error=True)
+    control = next((c for c in line.text if c < " " or c == "\x7f"), None)
+    if control is not None:  # the terminal (or readline) would act on it: ^C, ^Z, ^\\, ^U, tab...
+        return None, Result((f"not sent: it holds the control character {control!r}",), error=True)
     size = len(line.text.encode())
     if not session.spec.line_editing and size > TERMINAL_LINE:
         return None, Result((f"not sent: {size} bytes, a terminal line holds {TERMINAL_LINE}",), error=True)
