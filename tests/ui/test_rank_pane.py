@@ -209,3 +209,30 @@ async def test_flood_never_blocks_the_event_loop_and_ends_on_the_last_lines() ->
         await pilot.pause()
         expected = [line.decode().rstrip() for line in lines[-pane.size.height + 1 :]]
         assert rows(pane)[: len(expected)] == expected
+
+
+async def test_keys_hold_back_flood_repaints_but_not_for_long() -> None:
+    """While keys come in (the app calls `key_pressed` for each), a flooding pane repaints at
+    most about every `KEY_QUIET_MAX` seconds, so the keys' echo is drawn first; once the keys
+    stop, it repaints every `FLOOD_REPAINT` again."""
+    app = PaneApp()
+    async with app.run_test(size=(60, 12)) as pilot:
+        pane = app.query_one(RankPane)
+        await pilot.pause()
+        chunk = b"".join(b"flood %06d %s\r\n" % (i, b"=" * 30) for i in range(400))
+
+        async def repaints(seconds: float, typing: bool) -> int:
+            seen, count, end = RankPane._last_flood_repaint, 0, time.monotonic() + seconds
+            while time.monotonic() < end:
+                pane.feed(chunk)  # always more than a frame emulates: the pane stays flooding
+                if typing:
+                    RankPane.key_pressed()
+                await pilot.pause(0.02)
+                if RankPane._last_flood_repaint != seen:
+                    seen, count = RankPane._last_flood_repaint, count + 1
+            return count
+
+        await repaints(0.5, typing=False)
+        typing, resting = await repaints(2.0, typing=True), await repaints(2.0, typing=False)
+        assert 1 <= typing <= 2.0 / RankPane.KEY_QUIET_MAX + 1, (typing, resting)
+        assert resting >= 8, (typing, resting)

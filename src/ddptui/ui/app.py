@@ -164,6 +164,13 @@ class DdptuiApp(App[int]):
         pages = (self.spec.nproc + PAGE_SIZE - 1) // PAGE_SIZE
         self.sub_title = f"ranks {shown.start}-{shown.stop - 1} of {self.spec.nproc}" if pages > 1 else ""
 
+    async def on_event(self, event: events.Event) -> None:
+        """Every event; a key from the terminal first holds back the panes' flood repaints, so
+        its echo is drawn at once during a log flood."""
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            RankPane.key_pressed()
+        await super().on_event(event)
+
     async def on_mount(self) -> None:
         """Lay out, then start the job once the panes know their size."""
         self.show_page(0)
