@@ -53,11 +53,11 @@ class Command:
 WIDTH = 120
 """Characters of a table line at most (values are cut, with a marker)."""
 EVAL_TIMEOUT = 5.0
+"""Seconds a rank has to evaluate an expression for `:compare` and watches."""
 TERMINAL_LINE = 4095
 """Longest line, in bytes, a terminal hands over whole to a program that reads plain lines
 (Linux's n_tty buffer less the newline): without readline (`--batch`), a longer pdb command
 would arrive cut."""
-"""Seconds a rank has to evaluate an expression for `:compare` and watches."""
 
 COMMANDS: dict[str, Command] = {}
 """Every command by name and by alias."""
