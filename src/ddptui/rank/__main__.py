@@ -6,6 +6,7 @@ script with runpy, and turns an uncaught exception into a traceback plus a post-
 
 from __future__ import annotations
 
+import atexit
 import bdb
 import faulthandler
 import os
@@ -38,9 +39,34 @@ def route_stack_dumps(rank: int) -> None:
     the main thread (and so in every thread it starts) leaves it to an idle thread instead.
     """
     faulthandler.register(signal.SIGUSR1, file=stack_dump_file(rank), all_threads=True)
-    threading.Thread(target=threading.Event().wait, name="ddptui-signals", daemon=True).start()
+    _signal_thread.start()
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
     os.register_at_fork(after_in_child=lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1}))
+    atexit.register(stop_stack_dumps)  # the last exit function: the program's own run before it
+
+
+_signals_end = threading.Event()
+
+
+def _take_signals() -> None:
+    """The one thread SIGUSR1 is delivered to; once told to end, it blocks the signal too."""
+    _signals_end.wait()
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+
+
+_signal_thread = threading.Thread(target=_take_signals, name="ddptui-signals", daemon=True)
+
+
+def stop_stack_dumps() -> None:
+    """At exit: no more dumps, and no thread left that takes SIGUSR1 (it stays pending).
+
+    A dump the core asked for as a rank was exiting (it asks when a rank goes quiet) killed the
+    rank after its work was done, as if it had failed: with SIGUSR1, once Python's finalization
+    had put its default action back, or with SIGSEGV, dumping threads being torn down.
+    """
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    _signals_end.set()
+    _signal_thread.join(1.0)
 
 
 def exit_code(code: Any) -> int:
