@@ -290,7 +290,9 @@ def check_script(path: str) -> None:
 async def run_batch(spec: LaunchSpec, options: argparse.Namespace) -> int:
     """Start the job and replay a batch file against it (for at most `--timeout` seconds)."""
     lines = batch_input.lines(options.batch)
-    session = Session(replace(spec, line_editing=False))  # only ddptui types into the ranks' terminals
+    if spec.listen is None:  # ddptui starts the ranks, and only it types into their terminals
+        spec = replace(spec, line_editing=False)
+    session = Session(spec)
     try:
         await session.start()
         return await batch.run(session, lines, timeout=options.timeout, collapse=not options.no_collapse)
