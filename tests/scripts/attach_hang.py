@@ -4,6 +4,7 @@
 Started by plain torchrun, never by ddptui. `# @name` marks lines the tests look up.
 """
 
+import itertools
 import subprocess
 import sys
 import time
@@ -13,10 +14,10 @@ import torch.distributed as dist
 
 
 def spin() -> None:
-    """Busy in Python for ten minutes."""
+    """Busy in Python for ten minutes, all on one line: a sample of a `while` loop lands on its
+    condition or on its body."""
     deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:  # @spin
-        pass
+    all(time.monotonic() < deadline for _ in itertools.repeat(None))  # @spin
 
 
 def main() -> None:
