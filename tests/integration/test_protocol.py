@@ -9,6 +9,7 @@ import socket
 import stat
 from pathlib import Path
 
+import pyte
 import pytest
 from conftest import SCRIPTS, running_session
 
@@ -233,15 +234,47 @@ TERMINAL_CANONICAL = "__import__('termios').tcgetattr(0)[3] & __import__('termio
 
 
 @pytest.mark.parametrize("line_editing", [True, False])
-async def test_without_line_editing_pdb_reads_plain_lines(line_editing: bool) -> None:
+async def test_commands_ddptui_sends_are_read_as_plain_lines(line_editing: bool) -> None:
     """readline puts the terminal in raw mode while a prompt waits (and back after each line: 40 %
-    of a rank's CPU a step); without line editing (`--batch`) pdb reads the line discipline's
-    lines: the terminal stays canonical at the prompt, and commands work the same."""
+    of a rank's CPU a step): a command ddptui sends is read as the line discipline's line, the
+    terminal staying canonical at the prompt, with line editing for panes or without (`--batch`)."""
     async with running_session(SCRIPTS / "steps.py", nproc=1, line_editing=line_editing) as session:
         await reach(session, "prompt")
         (reply,) = (await ask(session, "eval", {"expr": TERMINAL_CANONICAL})).values()
-        assert reply.ok and reply.value["repr"] == str(not line_editing), reply
-        rank, before, mark = session.ranks[0], session.ranks[0].paused_count, session.ranks[0].output.end
-        session.send_input(0, b"p 6 * 7\r")
-        assert await session.wait_until(lambda: rank.paused_count > before and rank.prompt_shown(), TIMEOUT)
+        assert reply.ok and reply.value["repr"] == "True", reply
+        rank, mark = session.ranks[0], session.ranks[0].output.end
+        await session.broadcast("p 6 * 7")
+        assert await session.wait_until(rank.prompt_shown, TIMEOUT)
         assert rank.output.since(mark) == b"p 6 * 7\r\n42\r\n(Pdb r0) "
+
+
+def screen_lines(output: bytes) -> list[str]:
+    """The lines a terminal shows for `output`, trailing blanks cut."""
+    screen = pyte.Screen(80, 24)
+    pyte.ByteStream(screen).feed(output)
+    return [line.rstrip() for line in screen.display if line.strip()]
+
+
+async def test_keys_typed_in_a_pane_get_readline_at_a_plain_prompt() -> None:
+    """The first key typed at a prompt that reads plain lines turns it into a readline prompt,
+    drawn over the one on screen: completion and history work (history holds the commands ddptui
+    sent too), the prompt shows once, and the next command is read plainly again."""
+    async with running_session(SCRIPTS / "steps.py", nproc=1) as session:
+        await reach(session, "prompt")
+        rank = session.ranks[0]
+        await session.broadcast("p 6 * 7")
+        assert await session.wait_until(rank.prompt_shown, TIMEOUT)
+        mark, before = rank.output.end, rank.paused_count
+        session.send_input(0, b"p valu")
+        assert await session.wait_until(lambda: rank.output.since(mark).endswith(b"valu"), TIMEOUT)
+        (reply,) = (await ask(session, "eval", {"expr": TERMINAL_CANONICAL})).values()
+        assert reply.ok and reply.value["repr"] == "False", reply  # readline has the terminal
+        session.send_input(0, b"\t\r")
+        assert await session.wait_until(lambda: rank.paused_count > before and rank.prompt_shown(), TIMEOUT)
+        assert screen_lines(rank.output.since(0))[-3:] == ["(Pdb r0) p value", "0", "(Pdb r0)"]
+        (reply,) = (await ask(session, "eval", {"expr": TERMINAL_CANONICAL})).values()
+        assert reply.ok and reply.value["repr"] == "True", reply  # plain again, until a key is typed
+        before = rank.paused_count
+        session.send_input(0, b"\x1b[A\x1b[A\r")  # Up twice: the command ddptui sent
+        assert await session.wait_until(lambda: rank.paused_count > before and rank.prompt_shown(), TIMEOUT)
+        assert screen_lines(rank.output.since(0))[-3:] == ["(Pdb r0) p 6 * 7", "42", "(Pdb r0)"]

@@ -6,7 +6,7 @@ import pytest
 
 from ddptui.core import wrap
 from ddptui.core.launch import LaunchSpec, Link, free_port, listening, rank_env
-from ddptui.rank.protocol import PLAIN_INPUT_ENV
+from ddptui.rank.protocol import PLAIN_INPUT_ENV, PLAIN_UNTIL_EDITED
 
 
 def test_listening_is_true_only_while_a_socket_listens_on_the_port() -> None:
@@ -25,8 +25,9 @@ def test_listening_is_true_only_while_a_socket_listens_on_the_port() -> None:
 def test_plain_input_is_said_only_by_this_session(
     monkeypatch: pytest.MonkeyPatch, line_editing: bool
 ) -> None:
-    """Batch ranks read plain lines; a ddptui run inside a batch rank does not inherit that."""
+    """Batch ranks read plain lines, others until a user types; a ddptui run inside a batch rank
+    does not inherit that."""
     monkeypatch.setenv(PLAIN_INPUT_ENV, "1")
     spec, link = LaunchSpec("train.py", line_editing=line_editing), Link("/s", "/d", "t")
     for env in (rank_env(spec, 0, 29500, "run", link), wrap.launcher_env(spec, link)):
-        assert env.get(PLAIN_INPUT_ENV) == (None if line_editing else "1")
+        assert env.get(PLAIN_INPUT_ENV) == (PLAIN_UNTIL_EDITED if line_editing else "1")

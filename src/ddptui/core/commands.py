@@ -56,8 +56,8 @@ EVAL_TIMEOUT = 5.0
 """Seconds a rank has to evaluate an expression for `:compare` and watches."""
 TERMINAL_LINE = 4095
 """Longest line, in bytes, a terminal hands over whole to a program that reads plain lines
-(Linux's n_tty buffer less the newline): without readline (`--batch`), a longer pdb command
-would arrive cut."""
+(Linux's n_tty buffer less the newline). The ranks ddptui starts read the commands it sends
+that way (`LaunchSpec.line_editing`): a longer pdb command would arrive cut."""
 
 COMMANDS: dict[str, Command] = {}
 """Every command by name and by alias."""
@@ -191,7 +191,7 @@ async def send(session: Session, line: Line) -> tuple[Broadcast | None, Result]:
     if control is not None:  # the terminal (or readline) would act on it: ^C, ^Z, ^\\, ^U, tab...
         return None, Result((f"not sent: it holds the control character {control!r}",), error=True)
     size = len(line.text.encode())
-    if not session.spec.line_editing and size > TERMINAL_LINE:
+    if session.spec.listen is None and size > TERMINAL_LINE:
         return None, Result((f"not sent: {size} bytes, a terminal line holds {TERMINAL_LINE}",), error=True)
     if line.force:  # `!n` also runs a collective that :until-collective held back as mismatched
         from ddptui.core.until import release

@@ -11,7 +11,14 @@ import tempfile
 import uuid
 from dataclasses import dataclass, field
 
-from ddptui.rank.protocol import PLAIN_INPUT_ENV, RANK_ENV, SOCKET_ENV, STATE_DIR_ENV, TOKEN_ENV
+from ddptui.rank.protocol import (
+    PLAIN_INPUT_ENV,
+    PLAIN_UNTIL_EDITED,
+    RANK_ENV,
+    SOCKET_ENV,
+    STATE_DIR_ENV,
+    TOKEN_ENV,
+)
 from ddptui.rank.timeouts import DEFAULT_PG_TIMEOUT, PG_TIMEOUT_ENV
 
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -58,9 +65,9 @@ class LaunchSpec:
     None: the front end decides; the app turns it on (a flood then costs its loop one wake-up
     per pass), batch runs do without the extra hop."""
     line_editing: bool = True
-    """The ranks' pdb reads commands through readline (history, completion, editing keys for
-    whoever types into a rank's terminal); False (`--batch`, where only ddptui types): as plain
-    lines (`PLAIN_INPUT_ENV`), a lighter step."""
+    """Keys typed into a rank's pane reach pdb through readline (history, completion, editing
+    keys), while commands ddptui sends are read as plain lines, a lighter step (`PLAIN_INPUT_ENV`);
+    False (`--batch`, where only ddptui types): always plain lines."""
 
     def argv(self) -> list[str]:
         """The command line of one rank process."""
@@ -157,10 +164,8 @@ def rank_env(spec: LaunchSpec, rank: int, port: int, run_id: str, link: Link) ->
 
 
 def plain_input(env: dict[str, str], spec: LaunchSpec) -> None:
-    """Tell the ranks whether their pdb reads through readline (`LaunchSpec.line_editing`)."""
-    env.pop(PLAIN_INPUT_ENV, None)  # not inherited from a ddptui this one runs under
-    if not spec.line_editing:
-        env[PLAIN_INPUT_ENV] = "1"
+    """Tell the ranks how their pdb reads commands (`LaunchSpec.line_editing`)."""
+    env[PLAIN_INPUT_ENV] = PLAIN_UNTIL_EDITED if spec.line_editing else "1"
 
 
 def new_run_id() -> str:

@@ -17,6 +17,7 @@ from ddptui.core.channel import ChannelServer, Connection
 from ddptui.core.compare import Comparison
 from ddptui.core.ddp_check import UNUSED_ERROR, explain_unused
 from ddptui.core.fatal import fatal_site
+from ddptui.core.keys import PaneKeys
 from ddptui.core.linked import LinkedRank
 from ddptui.core.local import LocalJob, LocalRank, SpawnError
 from ddptui.core.lockstep import Broadcast, Lockstep
@@ -71,6 +72,8 @@ class Session:
         self.port = 0
         self.lockstep = Lockstep(self, TICK)
         """Broadcasts to the ranks' debuggers, and the one in flight."""
+        self.keys = PaneKeys(spec.line_editing and spec.listen is None, self._spawn_task)
+        """Keys typed into the ranks' panes (ranks ddptui starts get readline for them)."""
         self.groups: dict[str, frozenset[int]] = {}
         """Named rank sets (`:group`), usable wherever ranks are named (`@name n`, `:ranks name`)."""
         self.watches: list[str] = []
@@ -403,19 +406,8 @@ class Session:
 
     # -- input ------------------------------------------------------------------------------
     def send_input(self, index: int, data: bytes) -> None:
-        """Type bytes into one rank's terminal (keystrokes from its pane).
-
-        Enter at the rank's pdb prompt runs a command: the rank is running from now on (ranks
-        send no `running` event); a command that leaves the prompt open says `paused` again.
-        """
-        rank = self.ranks[index]
-        enter = b"\r" in data or b"\n" in data
-        if enter:
-            rank.transport.catch_up()  # the `paused` that came before the prompt on screen, first
-        entered = enter and rank.state.at_prompt and rank.typing_at_prompt()
-        rank.write(data)
-        if entered:
-            rank.resumed()
+        """Type bytes into one rank's terminal (keystrokes from its pane; see `PaneKeys`)."""
+        self.keys.send(self.ranks[index], data)
 
     def resize(self, index: int, columns: int, lines: int) -> None:
         """Set a rank's terminal size."""

@@ -14,7 +14,7 @@ from typing import Any
 
 from ddptui.rank.hooks import when_imported
 from ddptui.rank.link import link
-from ddptui.rank.protocol import PLAIN_INPUT_ENV, RANK_ENV, Frame, is_library, paused_line
+from ddptui.rank.protocol import PLAIN_INPUT_ENV, PLAIN_UNTIL_EDITED, RANK_ENV, Frame, is_library, paused_line
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -172,6 +172,14 @@ def restore_terminal(saved: list[Any]) -> None:
         termios.tcsetattr(0, termios.TCSANOW, saved)
 
 
+def _terminal(stream: Any) -> bool:
+    """True when `stream` reads this process's terminal."""
+    try:
+        return stream.fileno() == 0 and os.isatty(0)
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
 class RankPdb(_ORIGINAL_PDB):
     """pdb with a per-rank prompt, hidden launcher frames and side-channel state events."""
 
@@ -179,8 +187,7 @@ class RankPdb(_ORIGINAL_PDB):
         """Create the debugger; the prompt must be set per instance (pdb's __init__ overwrites it)."""
         super().__init__(*args, **kwargs)
         self.prompt = f"(Pdb r{rank_number()}) "
-        if os.environ.get(PLAIN_INPUT_ENV) == "1":
-            self.use_rawinput = False  # `cmd.Cmd`'s switch: sys.stdin.readline(), not input()
+        self._plain_input()
         self._program_terminal: list[Any] | None = None
         """The program's terminal settings while a plain prompt had to change them (`cook_terminal`)."""
         self.post_mortem = False
@@ -188,6 +195,21 @@ class RankPdb(_ORIGINAL_PDB):
         """Where the hard-coded breakpoint that opened this debugger was called, if one did."""
         self.user_code_only = False
         """Stop in the user's code only, not in a library (set for an interrupt, until it stops)."""
+
+    def _plain_input(self) -> None:
+        """Read commands as plain lines where ddptui says so (`PLAIN_INPUT_ENV`)."""
+        how = os.environ.get(PLAIN_INPUT_ENV)
+        self._may_edit = how != "1"
+        """A prompt may read through readline."""
+        if how == "1":
+            self.use_rawinput = False  # `cmd.Cmd`'s switch: self.stdin.readline(), not input()
+        elif how == PLAIN_UNTIL_EDITED:
+            from ddptui.rank.line_input import PromptInput
+
+            stream = getattr(self.stdin, "stream", self.stdin)  # `debug` hands its PromptInput on
+            if stream is sys.stdin and _terminal(stream):
+                self.stdin = PromptInput(stream, self)  # type: ignore[assignment]  # cmd.Cmd calls readline() only
+                self.use_rawinput = False
 
     def set_trace(self, frame: types.FrameType | None = None) -> None:
         """Stop in the caller.
@@ -326,9 +348,9 @@ class RankPdb(_ORIGINAL_PDB):
 
     def preloop(self) -> None:
         """Show pdb's `display` expressions that changed, then report `paused`: the prompt opens."""
-        if self.use_rawinput:
+        if self._may_edit:
             buffer_prompts()
-        else:
+        if not self.use_rawinput:
             self._program_terminal = cook_terminal()
         super().preloop()
         self._report_paused()

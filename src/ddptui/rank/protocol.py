@@ -30,9 +30,12 @@ STATE_DIR_ENV = "DDPTUI_DIR"
 RANK_ENV = "DDPTUI_RANK"
 """Environment variable holding the global rank ddptui gave this process."""
 PLAIN_INPUT_ENV = "DDPTUI_PLAIN_INPUT"
-"""Set to `1` when no one types into the ranks' terminals (`--batch`): pdb reads each command as a
-plain line, as the terminal's line discipline hands it over, instead of through readline, whose
-terminal set-up and tear-down around every prompt cost a rank about 40 % of its CPU a step."""
+"""How pdb reads commands in a rank ddptui starts: `1` (`--batch`, where no one types into the
+ranks' terminals) as plain lines, as the terminal's line discipline hands them over, instead of
+through readline, whose terminal set-up and tear-down around every prompt cost a rank about 40 %
+of its CPU a step; `PLAIN_UNTIL_EDITED` as plain lines until the core asks for readline (`edit`),
+for keys a person types. Unset: readline, as stock pdb."""
+PLAIN_UNTIL_EDITED = "until-edited"
 
 MAX_LINE = 1 << 20
 """Longest message accepted, in bytes; a longer line is garbage."""

@@ -18,7 +18,17 @@ from collections.abc import Callable
 from typing import Any
 
 from ddptui.rank import ddp, debugger, timeouts, until
-from ddptui.rank.protocol import STATE_DIR_ENV, Frame, Message, Reply, Request, creates_store, is_library
+from ddptui.rank.protocol import (
+    PLAIN_INPUT_ENV,
+    PLAIN_UNTIL_EDITED,
+    STATE_DIR_ENV,
+    Frame,
+    Message,
+    Reply,
+    Request,
+    creates_store,
+    is_library,
+)
 
 PROMPT_CLOSING = 1.0
 """Seconds `interrupt` waits for an open prompt to close before it says the rank is paused."""
@@ -213,7 +223,17 @@ def interrupt(args: dict[str, Any]) -> bool:
     return True
 
 
+def edit(args: dict[str, Any]) -> dict[str, Any]:
+    """`edit`: a person types at this rank's prompt: read it through readline (`line_input`)."""
+    if os.environ.get(PLAIN_INPUT_ENV) != PLAIN_UNTIL_EDITED:
+        return {"editing": False}
+    from ddptui.rank import line_input
+
+    return line_input.edit(args)
+
+
 HANDLERS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "edit": edit,
     "interrupt": interrupt,
     "eval": evaluate,
     "stack": stacks,

@@ -1,0 +1,74 @@
+"""`PaneKeys`: keys typed into a rank's pane reach a readline prompt, not a plain one.
+
+The ranks ddptui starts read the commands it sends as plain lines (a lighter step: see
+`ddptui.rank.line_input`). A person typing wants readline's history, completion and editing
+keys, so the first key typed at a prompt asks the rank for readline (`edit`) and is held, with
+any that follow, until the rank answers: the terminal is then readline's, and the keys land in
+its line instead of being echoed by the terminal's line discipline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from ddptui.core.rank import Rank
+from ddptui.core.transport import RequestError
+
+EDIT_TIMEOUT = 1.5
+"""Seconds held keys wait for the rank's answer before they are typed anyway."""
+
+
+class PaneKeys:
+    """Types a pane's keys into its rank's terminal, asking for readline first where it pays."""
+
+    def __init__(self, ask: bool, spawn: Callable[[Coroutine[Any, Any, None]], None]) -> None:
+        """`ask`: the ranks read plain lines until asked (ddptui started them); `spawn` runs a task."""
+        self._ask = ask
+        self._spawn = spawn
+        self._held: dict[int, list[bytes]] = {}
+        """Keys per rank waiting for its answer to `edit`."""
+        self._granted: dict[int, int] = {}
+        """Ranks whose open prompt reads through readline: the `paused` count it was granted at."""
+
+    def send(self, rank: Rank, data: bytes) -> None:
+        """Type `data` into the rank's terminal, after asking for readline if its prompt reads plainly."""
+        held = self._held.get(rank.index)
+        if held is not None:
+            held.append(data)
+        elif self._needs_edit(rank):
+            self._held[rank.index] = [data]
+            self._spawn(self._edit_then_type(rank))
+        else:
+            self._type(rank, data)
+
+    def _needs_edit(self, rank: Rank) -> bool:
+        """True at a prompt that reads plain lines and was not yet asked for readline."""
+        return self._ask and rank.state.at_prompt and self._granted.get(rank.index) != rank.paused_count
+
+    async def _edit_then_type(self, rank: Rank) -> None:
+        """Ask the rank for readline, then type the held keys (typed anyway if it cannot answer)."""
+        count = rank.paused_count
+        try:
+            await rank.transport.request("edit", {}, EDIT_TIMEOUT)
+            self._granted[rank.index] = count
+        except RequestError:
+            pass
+        finally:
+            for data in self._held.pop(rank.index, []):
+                self._type(rank, data)
+
+    def _type(self, rank: Rank, data: bytes) -> None:
+        """Write keys; Enter at the rank's pdb prompt runs a command, and the rank is running.
+
+        (Ranks send no `running` event; a command that leaves the prompt open says `paused` again,
+        and reads plainly again unless asked.)
+        """
+        enter = b"\r" in data or b"\n" in data
+        if enter:
+            rank.transport.catch_up()  # the `paused` that came before the prompt on screen, first
+            self._granted.pop(rank.index, None)
+        entered = enter and rank.state.at_prompt and rank.typing_at_prompt()
+        rank.write(data)
+        if entered:
+            rank.resumed()

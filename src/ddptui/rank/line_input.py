@@ -1,0 +1,131 @@
+"""`PromptInput`: pdb's input for a rank ddptui types into. Plain lines, readline when a user types.
+
+A command ddptui sends (a broadcast) is read as the plain line the terminal's line discipline
+hands over: one read, no terminal set-up. readline (history, completion, editing keys) costs
+about 40 % of a rank's CPU a step, and is only wanted when a person types into the rank's pane.
+So the core asks for it (the `edit` request) before it forwards the first key typed at a prompt:
+a plain read in progress is woken and becomes a readline prompt, drawn over the one on screen,
+and the core is answered once readline has the terminal. One prompt at a time: the next command
+is read plainly again unless the core asks again.
+"""
+
+from __future__ import annotations
+
+import cmd
+import codecs
+import os
+import re
+import select
+import sys
+import threading
+from typing import IO, Any
+
+EDIT_WAIT = 1.0
+"""Seconds the `edit` request waits for an open plain prompt to become a readline prompt."""
+
+_state = threading.Condition()
+_wanted = False
+"""The core asked for line editing, for the prompt that is open or the next one."""
+_reading = ""
+"""What the main thread does: "" (not reading a command), "plain", "switching" or "editing"."""
+_wake_read, _wake_write = os.pipe()
+_LINE_ENDS = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def edit(args: dict[str, Any]) -> dict[str, Any]:
+    """`edit`: read the current (or next) command through readline; answered once readline reads.
+
+    `editing` says whether readline has the terminal now (false: no prompt is open yet, or this
+    rank reads through readline anyway).
+    """
+    global _wanted
+    with _state:
+        _wanted = True
+        os.write(_wake_write, b".")
+        if _reading in ("plain", "switching"):
+            _state.wait_for(lambda: _reading in ("", "editing"), EDIT_WAIT)
+        return {"editing": _reading == "editing"}
+
+
+class PromptInput:
+    """pdb's `stdin` (`readline()` is all `cmd.Cmd` calls) while ddptui may type into the rank."""
+
+    def __init__(self, stream: IO[str], debugger: cmd.Cmd) -> None:
+        """Read `stream` (the terminal) for `debugger`, whose prompt and completer a readline
+        prompt uses."""
+        self.stream = stream
+        self.debugger = debugger
+        self._fd = stream.fileno()
+        self._decoder = codecs.getincrementaldecoder(getattr(stream, "encoding", None) or "utf-8")("replace")
+        self._lines: list[str] = []
+        """Lines read but not yet handed over (a read can hold more than one)."""
+
+    def readline(self) -> str:
+        """The next command, with its newline ("" at the end of input)."""
+        global _wanted, _reading
+        if self._lines:
+            return self._lines.pop(0)
+        while True:
+            with _state:
+                if _wanted:
+                    _wanted, _reading = False, "switching"
+                    break
+                _reading = "plain"
+            try:
+                ready = select.select([self._fd, _wake_read], [], [])[0]
+            finally:
+                with _state:
+                    _reading = ""
+            if self._fd in ready:
+                return self._plain()
+            os.read(_wake_read, 512)
+        try:
+            return self._edited()
+        finally:
+            with _state:
+                _reading = ""
+                _state.notify_all()
+
+    def _plain(self) -> str:
+        """A line as the terminal hands it over, kept in readline's history for Up in a pane."""
+        data = os.read(self._fd, 65536)
+        if not data:
+            return ""
+        self._lines = _LINE_ENDS.findall(self._decoder.decode(data))
+        line = self._lines.pop(0) if self._lines else ""
+        readline = sys.modules.get("readline")
+        command = line.rstrip("\r\n")
+        if readline is not None and command.strip():
+            length = readline.get_current_history_length()
+            if not length or readline.get_history_item(length) != command:
+                readline.add_history(command)
+        return line
+
+    def _edited(self) -> str:
+        """A line read through readline, its prompt drawn over the plain one already shown.
+
+        Where `input()` would not use readline (the program swapped `sys.stdout`), a plain line.
+        """
+        if not (sys.stdin is sys.__stdin__ and sys.stdout is sys.__stdout__ and os.isatty(1)):
+            return self._plain()
+        import readline
+
+        old_completer = readline.get_completer()
+        readline.set_completer(self.debugger.complete)  # type: ignore[arg-type]  # it returns one match, as readline wants
+        readline.parse_and_bind("tab: complete")
+        readline.set_pre_input_hook(_editing)
+        try:  # \001 \002 around the carriage return: it takes no column of the prompt
+            return input(f"\001\r\002{self.debugger.prompt}") + "\n"
+        except EOFError:
+            return ""
+        finally:
+            readline.set_pre_input_hook(None)
+            readline.set_completer(old_completer)
+
+
+def _editing() -> None:
+    """readline's pre-input hook: it has the terminal now, so the core may forward the keys."""
+    global _reading
+    with _state:
+        _reading = "editing"
+        _state.notify_all()
