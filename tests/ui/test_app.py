@@ -134,7 +134,9 @@ def test_main_screen_snapshot(snap_compare: Callable[..., bool]) -> None:
     assert snap_compare(application, terminal_size=(120, 30), run_before=settle)
 
 
-async def test_readline_history_and_editing_work_in_a_pane(app: DdptuiApp) -> None:
+async def test_readline_history_completion_and_editing_work_in_a_pane(app: DdptuiApp) -> None:
+    """A broadcast is read as a plain line; keys typed in a pane get readline, whose history
+    holds the broadcast too."""
     async with app.run_test(size=(160, 40)) as pilot:
         await until(pilot, lambda: all_paused(app))
         await pilot.press(*"p 6*8", "backspace", "7", "enter")  # readline editing: 6*8 -> 6*7
@@ -142,6 +144,12 @@ async def test_readline_history_and_editing_work_in_a_pane(app: DdptuiApp) -> No
         await pilot.press("up", "enter")  # readline history
         await until(pilot, lambda: screen_text(app, 0).splitlines().count("42") == 2)
         assert "42" not in screen_text(app, 1)
+        await pilot.press(*"p valu", "tab", "enter")  # completion of the frame's names
+        await until(pilot, lambda: "(Pdb r0) p value\n0\n(Pdb r0)" in screen_text(app, 0))
+        await pilot.press("f2", *"p 100 + rank", "enter", "f2")
+        await until(pilot, lambda: "\n101\n(Pdb r1)" in screen_text(app, 1) and app.pane(0).has_focus)
+        await pilot.press("up", "enter")  # the broadcast, from rank 0's history
+        await until(pilot, lambda: screen_text(app, 0).count("\n100\n") == 2)
 
 
 async def test_divergence_crash_and_terminal_size_are_shown() -> None:
