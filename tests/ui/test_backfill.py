@@ -3,14 +3,17 @@ core's copy of the output again and ends with the scrollback of full emulation, 
 
 from __future__ import annotations
 
+import itertools
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from textual.app import App, ComposeResult
 
 import ddptui.ui
 from ddptui.core.output import OutputLog
-from ddptui.term.backfill import window
+from ddptui.term.backfill import Backfill, window
 from ddptui.term.screen import TermScreen
 from ddptui.ui.rank_pane import RankPane
 
@@ -81,3 +84,52 @@ def test_the_window_starts_at_a_line_far_enough_back() -> None:
     start, data = window(output, 10_000)  # more than kept: the first whole line kept
     first = output.since(output.start)
     assert start == output.start + first.find(b"\n") + 1 and bytes(data) == output.since(start)
+
+
+class TwoPanes(App[None]):
+    """Two rank panes side by side."""
+
+    CSS_PATH = Path(ddptui.ui.__file__).parent / "rank_pane.tcss"
+
+    def compose(self) -> ComposeResult:
+        yield RankPane(0, history=HISTORY, id="pane-0")
+        yield RankPane(1, history=HISTORY, id="pane-1")
+
+
+async def test_panes_take_turns_at_backfill_and_leave_it_while_keys_come(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Backfill steps of all panes are at least `BACKFILL_SLOT` apart (each pane's frame taking its
+    budget back to back stalled the loop), and none runs within `KEY_QUIET` of a key."""
+    steps: list[tuple[float, int]] = []
+    step = Backfill.step
+
+    def timed(backfill: Backfill, deadline: float, clock: Callable[[], float]) -> bool:
+        steps.append((time.monotonic(), id(backfill)))
+        return step(backfill, deadline, clock)
+
+    monkeypatch.setattr(Backfill, "step", timed)
+    data = flood(8_000)
+    app = TwoPanes()
+    async with app.run_test(size=(160, 30)) as pilot:
+        panes = list(app.query(RankPane))
+        await pilot.pause()
+        for pane in panes:
+            output = OutputLog()
+            pane.source = output
+            for start in range(0, len(data), 64 * 1024):
+                output.append(data[start : start + 64 * 1024])
+                pane.feed(data[start : start + 64 * 1024])
+        deadline = time.monotonic() + 60
+        while not steps:
+            assert time.monotonic() < deadline, "no backfill began"
+            await pilot.pause(0.01)
+        RankPane.key_pressed()
+        typed = time.monotonic()
+        while any(p.terminal.pending or "[ddptui:" in p.terminal.tail_text(HISTORY) for p in panes):
+            assert time.monotonic() < deadline, "the scrollback never came back"
+            await pilot.pause(0.02)
+    times = [when for when, _ in steps]
+    assert len({backfill for _, backfill in steps}) == 2
+    assert min(b - a for a, b in itertools.pairwise(times)) >= RankPane.BACKFILL_SLOT * 0.95
+    assert not [when for when in times if typed < when < typed + RankPane.KEY_QUIET]

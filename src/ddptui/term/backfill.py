@@ -16,8 +16,8 @@ from ddptui.term.screen import TermScreen
 
 WINDOW = 8 * 1024 * 1024
 """Most bytes emulated again: the core keeps at most this much of a rank's output."""
-STEP = 4096
-"""Bytes emulated between two looks at the clock."""
+STEP = 512
+"""Bytes emulated between two looks at the clock (under a millisecond on a slow core)."""
 
 
 class Output(Protocol):

@@ -67,8 +67,12 @@ class RankPane(Widget, can_focus=True):
     _last_flood_repaint: ClassVar[float] = 0.0
     """When a pane last took a flood repaint."""
 
-    STEP: ClassVar[int] = 2048
-    """Bytes emulated between two checks of the frame budget."""
+    FLOOD_BACKLOG: ClassVar[int] = 2048
+    """Pending bytes above which a pane is flooding (it then emulates only for a repaint)."""
+
+    STEP: ClassVar[int] = 512
+    """Bytes emulated between two checks of the frame budget: about 0.7 ms on a slow core
+    (emulation runs at 0.7 MB/s there), so a frame overshoots its budget by that much at most."""
 
     SKIP_WORK: ClassVar[int] = 2048
     """Bytes a flood frame may emulate to get past output that stops a skip (see `skip_ahead`)."""
@@ -78,6 +82,17 @@ class RankPane(Widget, can_focus=True):
 
     BACKFILL_QUIET: ClassVar[float] = 0.5
     """Seconds without output before that starts (or goes on): never while the rank floods."""
+
+    BACKFILL_SLOT: ClassVar[float] = 0.012
+    """Seconds between two backfill steps of any panes: they take turns, so re-emulating eight
+    floods (half a second of CPU each on a slow core) keeps a third of the loop at most, instead
+    of every pane's frame taking its budget back to back (a key then waited 40 ms for them)."""
+
+    _next_backfill_slot: ClassVar[float] = 0.0
+    """When the next backfill step may happen, for every pane."""
+
+    _last_key: ClassVar[float] = 0.0
+    """When a key last came in (no backfill step within `KEY_QUIET` of it)."""
 
     WHEEL_LINES: ClassVar[int] = 3
     """Lines scrolled per mouse-wheel notch."""
@@ -313,6 +328,7 @@ class RankPane(Widget, can_focus=True):
     def key_pressed(cls) -> None:
         """A key came in: hold the panes' flood repaints back for `KEY_QUIET` (see `KEY_QUIET_MAX`)."""
         now = monotonic()
+        cls._last_key = now
         if now - cls._last_flood_repaint < cls.KEY_QUIET_MAX:
             cls._next_flood_slot = max(cls._next_flood_slot, now + cls.KEY_QUIET)
 
@@ -324,7 +340,7 @@ class RankPane(Widget, can_focus=True):
         Output that cannot be skipped (cursor moves up, modes) is emulated every frame instead.
         """
         screen = self._screen
-        flooding = screen.pending > self.STEP
+        flooding = screen.pending > self.FLOOD_BACKLOG
         now = monotonic()
         due = now - self._painted >= self.FLOOD_REPAINT and now >= RankPane._next_flood_slot
         shown = self.is_on_screen
@@ -342,7 +358,7 @@ class RankPane(Widget, can_focus=True):
             self._painted = now
             self._refresh_dirty()
         owed = self.source is not None and screen.skipped_bytes > self._backfilled
-        if shown and (owed or self._backfill is not None) and now - self._fed_at > self.BACKFILL_QUIET:
+        if shown and (owed or self._backfill is not None) and self._may_backfill(now):
             self._backfill_step(now)  # the flood is over
         if (
             not screen.pending
@@ -352,6 +368,16 @@ class RankPane(Widget, can_focus=True):
         ):
             self._resting = True  # nothing to do until output comes: an idle pane costs no CPU
             self._frames.pause()
+
+    def _may_backfill(self, now: float) -> bool:
+        """True when this pane may take a backfill step now: its rank has been quiet for a while,
+        no key came in just now, and it is this pane's turn (see `BACKFILL_SLOT`)."""
+        if now - self._fed_at <= self.BACKFILL_QUIET or now - RankPane._last_key < self.KEY_QUIET:
+            return False
+        if now < RankPane._next_backfill_slot:
+            return False
+        RankPane._next_backfill_slot = now + self.BACKFILL_SLOT
+        return True
 
     def _backfill_step(self, now: float) -> None:
         """After a flood was skipped, emulate the core's copy of it again, a little each frame;
