@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import cmd
 import codecs
+import contextlib
 import os
 import re
 import select
@@ -29,6 +30,7 @@ _wanted = False
 _reading = ""
 """What the main thread does: "" (not reading a command), "plain", "switching" or "editing"."""
 _wake_read, _wake_write = os.pipe()
+os.set_blocking(_wake_write, False)
 _LINE_ENDS = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
@@ -41,7 +43,8 @@ def edit(args: dict[str, Any]) -> dict[str, Any]:
     global _wanted
     with _state:
         _wanted = True
-        os.write(_wake_write, b".")
+        with contextlib.suppress(BlockingIOError):  # a full pipe wakes the prompt all the same
+            os.write(_wake_write, b".")
         if _reading in ("plain", "switching"):
             _state.wait_for(lambda: _reading in ("", "editing"), EDIT_WAIT)
         return {"editing": _reading == "editing"}
@@ -73,26 +76,30 @@ class PromptInput:
                 _reading = "plain"
             try:
                 ready = select.select([self._fd, _wake_read], [], [])[0]
-            finally:
-                with _state:
-                    _reading = ""
+            except BaseException:  # Ctrl-C: pdb's KeyboardInterrupt
+                _done_reading()
+                raise
             if self._fd in ready:
+                _done_reading()
                 return self._plain()
-            os.read(_wake_read, 512)
+            os.read(_wake_read, 512)  # still reading: the loop's top switches to readline
         try:
             return self._edited()
         finally:
-            with _state:
-                _reading = ""
-                _state.notify_all()
+            _done_reading()
 
     def _plain(self) -> str:
         """A line as the terminal hands it over, kept in readline's history for Up in a pane."""
-        data = os.read(self._fd, 65536)
+        try:
+            data = os.read(self._fd, 65536)
+        except OSError:  # EIO: the terminal hung up (ddptui is gone); pdb takes it as the end of input
+            return ""
         if not data:
             return ""
         self._lines = _LINE_ENDS.findall(self._decoder.decode(data))
-        line = self._lines.pop(0) if self._lines else ""
+        if not self._lines:  # part of a character: the rest comes with the line's end
+            return self._plain()
+        line = self._lines.pop(0)
         readline = sys.modules.get("readline")
         command = line.rstrip("\r\n")
         if readline is not None and command.strip():
@@ -121,6 +128,14 @@ class PromptInput:
         finally:
             readline.set_pre_input_hook(None)
             readline.set_completer(old_completer)
+
+
+def _done_reading() -> None:
+    """The main thread has its command (or an exception): an `edit` waiting for it is answered."""
+    global _reading
+    with _state:
+        _reading = ""
+        _state.notify_all()
 
 
 def _editing() -> None:
