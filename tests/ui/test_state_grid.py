@@ -16,8 +16,9 @@ from ddptui.core.session import Session
 from ddptui.core.state import Crash, Frame, Phase, RankState
 from ddptui.ui.app import DdptuiApp
 from ddptui.ui.rank_pane import RankPane
-from ddptui.ui.state_grid import Row, StateGrid
-from ddptui.ui.state_grid import location as grid_location
+from ddptui.ui.state_grid import StateGrid
+from ddptui.ui.state_grid_layout import Row
+from ddptui.ui.state_grid_layout import location as grid_location
 
 SNAPSHOT_DIR = Path("/tmp/ddptui-snapshot")
 BARRIER = "tests/scripts/plain_barrier.py"

@@ -4,14 +4,16 @@ Above a few ranks the panes cannot all be shown: the grid shows every rank at a 
 which ranks get a pane. It is drawn on the Line API from cached rows. A state change marks its
 row dirty; a burst of changes is drawn once, on the next frame, so 256 ranks stepping together
 cost one redraw of the rows they touch (one layout when ranks move between locations).
+
+Where each cell goes is `state_grid_layout`; what cells, headings and the legend look like is
+`state_grid_cells`; this module is the widget: its keys, clicks, and when it redraws.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
@@ -24,55 +26,9 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.timer import Timer
 
-from ddptui.core.state import Phase, RankState, describe_exit
-from ddptui.core.text import inert
-
-ROOT_MARK = "!"
-"""The mark of the rank whose failure explains the others."""
-MISSING_MARK = "?"
-"""The mark of a rank the others wait for in a collective it never entered."""
-LEGEND_PHASES = (Phase.PAUSED, Phase.RUNNING, Phase.WAITING, Phase.EXITED, Phase.CRASHED)
-
-
-def look(state: RankState) -> Phase:
-    """The phase a cell is coloured as: a failure is `crashed` whatever phase it happened in."""
-    if state.crash is not None or state.phase is Phase.CRASHED:
-        return Phase.CRASHED
-    if not state.alive:
-        return Phase.CRASHED if state.exit_code and not state.ended_by_ddptui else Phase.EXITED
-    return state.phase
-
-
-def location(state: RankState) -> str:
-    """The group of a rank's cell: where it stands (also while it runs on from there), or its end.
-
-    A rank keeps its place while it runs, so stepping recolours cells and moves them only when
-    they reach another line.
-    """
-    if state.exit_code is not None and state.crash is None:
-        return describe_exit(state.exit_code)
-    if state.location is not None:
-        return str(state.location)
-    return state.phase.value
-
-
-def heading(where: str, phases: Iterable[Phase]) -> str:
-    """`train.py:28 · 60 paused, 4 waiting`, or `exited 0 · 64 ranks`: a group's plain-text label."""
-    counts = Counter(phases)
-    if len(counts) == 1 and where.startswith(next(iter(counts)).value):
-        count = counts.total()
-        return inert(f"{where} · {count} rank{'s' if count > 1 else ''}")
-    parts = [f"{counts[phase]} {phase.value}" for phase in (Phase.STARTING, *LEGEND_PHASES) if counts[phase]]
-    return inert(f"{where} · {', '.join(parts)}")
-
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    """One line of the grid: the legend, a group's heading, or up to a row's width of its cells."""
-
-    kind: Literal["legend", "heading", "cells"]
-    group: str = ""
-    ranks: tuple[int, ...] = ()
+from ddptui.core.state import Phase, RankState
+from ddptui.ui.state_grid_cells import MISSING_MARK, ROOT_MARK, CellStyles, cells, heading, legend, look
+from ddptui.ui.state_grid_layout import GridLayout, Row, location
 
 
 class StateGrid(ScrollView, can_focus=True):
@@ -166,15 +122,10 @@ class StateGrid(ScrollView, can_focus=True):
         self._states: list[RankState] = []
         self._keys: list[str] = []
         self._marks: dict[int, str] = {}
-        self._rows: list[Row] = []
-        self._place: dict[int, tuple[int, int]] = {}
-        """Each rank's row and column in the current layout."""
-        self._order: list[int] = []
-        """Ranks in the order their cells are drawn (for left/right)."""
-        self._headings: dict[str, int] = {}
+        self._layout = GridLayout()
+        """The rows of cells, and where each rank's cell is in them."""
         self._strips: dict[int, Strip] = {}
-        self._styles: dict[tuple[Phase, bool, bool, bool], Style] = {}
-        self._plain: Style | None = None
+        self._cell_styles = CellStyles(self)
         self._dirty: set[int] = set()
         self._stale = True
         """The layout must be redone: ranks changed location, or the width changed."""
@@ -229,15 +180,11 @@ class StateGrid(ScrollView, can_focus=True):
 
     def rank_at(self, x: int, row: int) -> int | None:
         """The rank drawn at column `x` of grid row `row`, or None."""
-        if not 0 <= row < len(self._rows) or self._rows[row].kind != "cells":
-            return None
-        column = x // self.cell_width
-        ranks = self._rows[row].ranks
-        return ranks[column] if 0 <= column < len(ranks) else None
+        return self._layout.rank_at(x // self.cell_width, row)
 
     def cell_region(self, rank: int) -> Region | None:
         """Where a rank's cell is drawn, in grid rows (not scrolled); None before the layout."""
-        place = self._place.get(rank)
+        place = self._layout.place.get(rank)
         if place is None:
             return None
         row, column = place
@@ -245,9 +192,10 @@ class StateGrid(ScrollView, can_focus=True):
 
     def group_at(self, row: int) -> frozenset[int]:
         """The ranks of the location whose heading is grid row `row` (empty for any other row)."""
-        if not 0 <= row < len(self._rows) or self._rows[row].kind != "heading":
+        rows = self._layout.rows
+        if not 0 <= row < len(rows) or rows[row].kind != "heading":
             return frozenset()
-        group = self._rows[row].group
+        group = rows[row].group
         return frozenset(rank for rank, key in enumerate(self._keys) if key == group)
 
     @property
@@ -258,7 +206,7 @@ class StateGrid(ScrollView, can_focus=True):
     def lines_text(self) -> list[str]:
         """The plain text of every row of the grid (for tests and copy-out)."""
         self._flush()
-        return [self._row_strip(row).text.rstrip() for row in range(len(self._rows))]
+        return [self._row_strip(row).text.rstrip() for row in range(len(self._layout.rows))]
 
     # -- watchers --------------------------------------------------------------------------------
     def validate_cursor(self, cursor: int) -> int:
@@ -304,28 +252,15 @@ class StateGrid(ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         """Drop cached styles and rows: the theme or the CSS changed."""
         super().notify_style_update()
-        self._styles.clear()
-        self._plain = None
+        self._cell_styles.clear()
         self._strips.clear()
 
     # -- actions -----------------------------------------------------------------------------------
     def action_move(self, across: int, down: int) -> None:
         """Move the cursor `across` cells in drawing order, or `down` rows of cells."""
-        if self.cursor not in self._place:
-            return
-        if across:
-            index = self._order.index(self.cursor) + across
-            self.cursor = self._order[min(max(index, 0), len(self._order) - 1)]
-            return
-        row, column = self._place[self.cursor]
-        step = 1 if down > 0 else -1
-        row += step
-        while 0 <= row < len(self._rows):
-            ranks = self._rows[row].ranks
-            if ranks:
-                self.cursor = ranks[min(column, len(ranks) - 1)]
-                return
-            row += step
+        rank = self._layout.moved(self.cursor, across, down)
+        if rank is not None:
+            self.cursor = rank
 
     def action_toggle_rank(self) -> None:
         """Pick the rank under the cursor, or drop it from the pick."""
@@ -372,82 +307,34 @@ class StateGrid(ScrollView, can_focus=True):
         """Row `y` of the view, from the row cache."""
         self._relayout_if_stale()
         row = y + self.scroll_offset.y
-        if not 0 <= row < len(self._rows):
-            return Strip.blank(self.size.width, self._base_style())
+        if not 0 <= row < len(self._layout.rows):
+            return Strip.blank(self.size.width, self._cell_styles.base())
         return self._row_strip(row)
 
     def _row_strip(self, row: int) -> Strip:
         """A row's strip, cached until a cell of it changes."""
         strip = self._strips.get(row)
         if strip is None:
-            strip = self._strips[row] = self._draw(self._rows[row]).adjust_cell_length(
-                self.size.width, self._base_style()
+            strip = self._strips[row] = self._draw(self._layout.rows[row]).adjust_cell_length(
+                self.size.width, self._cell_styles.base()
             )
         return strip
 
     def _draw(self, row: Row) -> Strip:
         """One row: the legend, a heading, or cells (one segment per run of cells that look alike)."""
         if row.kind == "legend":
-            return self._legend()
+            return legend(self._cell_styles.heading(), self._cell_styles.cell)
         if row.kind == "heading":
-            text = heading(row.group, (look(self._states[r]) for r in self._ranks_of(row.group)))
-            return Strip([Segment(text, self._heading_style())])
-        segments: list[Segment] = []
-        digits = self.cell_width - 1
-        for rank in row.ranks:
-            style = self._cell_style(rank)
-            text = f"{self._marks.get(rank, ' ')}{rank:>{digits}}"
-            if segments and segments[-1].style is style:
-                segments[-1] = Segment(segments[-1].text + text, style)
-            else:
-                segments.append(Segment(text, style))
-        return Strip(segments)
-
-    def _legend(self) -> Strip:
-        """What the colours and marks mean, and the keys."""
-        label = self._heading_style()
-        segments = []
-        for phase in LEGEND_PHASES:
-            segments += [Segment(f" {phase.value} ", self._style(phase)), Segment(" ", label)]
-        keys = f" {ROOT_MARK} root cause  {MISSING_MARK} missing from a collective · space/g pick, enter show"
-        return Strip([*segments, Segment(keys, label)])
+            text = heading(row.group, (look(self._states[r]) for r in self._layout.ranks_of(row.group)))
+            return Strip([Segment(text, self._cell_styles.heading())])
+        return cells(row.ranks, self._marks, self.cell_width - 1, self._cell_style)
 
     def _cell_style(self, rank: int) -> Style:
         """How a rank's cell looks: its phase, whether it is selected, whether the cursor is on it."""
         cursor = rank == self.cursor and self.has_focus
-        return self._style(look(self._states[rank]), rank in self.shown, rank in self.selected, cursor)
-
-    def _style(
-        self, phase: Phase, shown: bool = False, selected: bool = False, cursor: bool = False
-    ) -> Style:
-        """The style of a cell that looks like this, cached until the styles change."""
-        key = (phase, shown, selected, cursor)
-        style = self._styles.get(key)
-        if style is None:
-            style = self.get_component_rich_style(f"state-grid--{phase.value}")
-            for name, wanted in (("shown", shown), ("selected", selected), ("cursor", cursor)):
-                if wanted:
-                    style += self.get_component_rich_style(f"state-grid--{name}", partial=True)
-            self._styles[key] = style
-        return style
-
-    def _base_style(self) -> Style:
-        """The widget's own style, for blank cells (cached: computing it walks up the DOM)."""
-        if self._plain is None:
-            self._plain = self.rich_style
-        return self._plain
-
-    def _heading_style(self) -> Style:
-        """The style of headings and the legend."""
-        return self.get_component_rich_style("state-grid--heading")
-
-    def _ranks_of(self, group: str) -> Iterable[int]:
-        """The ranks drawn under a heading."""
-        start = self._headings[group] + 1
-        for row in self._rows[start:]:
-            if row.kind != "cells" or row.group != group:
-                return
-            yield from row.ranks
+        return self._cell_styles.cell(
+            look(self._states[rank]), rank in self.shown, rank in self.selected, cursor
+        )
 
     # -- layout and refresh --------------------------------------------------------------------
     def _schedule(self) -> None:
@@ -462,9 +349,9 @@ class StateGrid(ScrollView, can_focus=True):
             return
         rows: set[int] = set()
         for rank in self._dirty:
-            place = self._place.get(rank)
+            place = self._layout.place.get(rank)
             if place is not None:
-                rows.update((place[0], self._headings[self._keys[rank]]))
+                rows.update((place[0], self._layout.headings[self._keys[rank]]))
         self._dirty.clear()
         for row in rows:
             self._strips.pop(row, None)
@@ -477,31 +364,14 @@ class StateGrid(ScrollView, can_focus=True):
             return False
         self._stale = False
         self._laid_out_width = width
-        self._layout(max(1, width // self.cell_width))
+        self._layout = GridLayout.of(self._keys, max(1, width // self.cell_width))
         self._dirty.clear()
         self._strips.clear()
-        self.virtual_size = Size(width, len(self._rows))
+        self.virtual_size = Size(width, len(self._layout.rows))
         self._scroll_update(self.virtual_size)  # as OptionList does: else a scrollbar outstays its need
         self.refresh()
         self._scroll_to_cursor()
         return True
-
-    def _layout(self, per_row: int) -> None:
-        """Rows for every location, in the order of each location's lowest rank."""
-        groups: dict[str, list[int]] = {}
-        for rank, key in enumerate(self._keys):
-            groups.setdefault(key, []).append(rank)
-        rows = [Row("legend")]
-        self._place, self._headings, self._order = {}, {}, []
-        for key, ranks in groups.items():
-            self._headings[key] = len(rows)
-            rows.append(Row("heading", key))
-            for start in range(0, len(ranks), per_row):
-                chunk = tuple(ranks[start : start + per_row])
-                self._place.update((rank, (len(rows), column)) for column, rank in enumerate(chunk))
-                rows.append(Row("cells", key, chunk))
-            self._order += ranks
-        self._rows = rows
 
     def _content_width(self) -> int:
         """Cells of width available to the grid (the scrollbar's column is kept free)."""
