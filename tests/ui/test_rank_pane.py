@@ -236,3 +236,50 @@ async def test_keys_hold_back_flood_repaints_but_not_for_long() -> None:
         typing, resting = await repaints(2.0, typing=True), await repaints(2.0, typing=False)
         assert 1 <= typing <= 2.0 / RankPane.KEY_QUIET_MAX + 1, (typing, resting)
         assert resting >= 8, (typing, resting)
+
+
+class FloodAndCalm(App[None]):
+    """A flooding pane beside one whose rank prints a few lines at a time."""
+
+    CSS_PATH = TCSS
+
+    def compose(self) -> ComposeResult:
+        yield RankPane(0, id="flooding")
+        yield RankPane(1, id="calm")
+
+
+async def test_keys_during_a_flood_hold_back_every_pane_scroll_not_only_the_floods() -> None:
+    """A pane that keeps up with its rank (a few lines a frame) still redraws whole when it
+    scrolls: while keys come during a flood, those repaints wait too (each took 3-4 ms of a
+    screen update the key's echo waited for), and what they held is drawn once keys stop."""
+    app = FloodAndCalm()
+    async with app.run_test(size=(120, 14)) as pilot:
+        flooding, calm = app.query_one("#flooding", RankPane), app.query_one("#calm", RankPane)
+        await pilot.pause()
+        refresh, whole = calm.refresh, [0]
+
+        def counted(*regions: object, **kwargs: object) -> object:
+            whole[0] += not regions
+            return refresh(*regions, **kwargs)  # type: ignore[arg-type]
+
+        calm.refresh = counted  # type: ignore[method-assign]
+        flood = b"".join(b"flood %06d %s\r\n" % (i, b"=" * 30) for i in range(400))
+        line = 0
+
+        async def scrolls(seconds: float, typing: bool) -> int:
+            nonlocal line
+            whole[0], end = 0, time.monotonic() + seconds
+            while time.monotonic() < end:
+                flooding.feed(flood)
+                calm.feed(b"".join(b"calm line %d\r\n" % (line + i) for i in range(20)))
+                line += 20
+                if typing:
+                    RankPane.key_pressed()
+                await pilot.pause(0.02)
+            return whole[0]
+
+        await scrolls(0.5, typing=False)
+        typing, resting = await scrolls(2.0, typing=True), await scrolls(1.0, typing=False)
+        assert typing <= 2.0 / RankPane.KEY_QUIET_MAX + 1, (typing, resting)
+        assert resting >= 8, (typing, resting)
+        await until(pilot, lambda: f"calm line {line - 1}" in rows(calm))

@@ -58,8 +58,9 @@ class RankPane(Widget, can_focus=True):
     """When the next flood repaint may happen, for every pane."""
 
     KEY_QUIET: ClassVar[float] = 0.1
-    """Seconds after a key during which no pane takes a flood repaint: the key's screen update then
-    redraws what the key changed, not also a whole pane (20-30 ms of CPU on a loaded 2-core machine)."""
+    """Seconds after a key during a flood in which no pane redraws whole (a flood repaint, or a
+    scroll of a pane that keeps up): the key's screen update then redraws what the key changed,
+    not also whole panes (3-4 ms of CPU each on a loaded 2-core machine, several per update)."""
 
     KEY_QUIET_MAX: ClassVar[float] = 0.5
     """Longest keys hold back the panes' flood repaints: they still move while someone types."""
@@ -354,7 +355,10 @@ class RankPane(Widget, can_focus=True):
             while screen.pending and monotonic() < deadline:
                 screen.process(self.STEP)
             self._show_scroll()
-        if not flooding or not screen.pending or due:
+        # A pane that keeps up also redraws whole as it scrolls: while keys hold flood repaints
+        # back, it waits as well (it would be the key's screen update's cost otherwise).
+        held = not due and now < RankPane._next_flood_slot and len(screen.dirty) * 2 > screen.lines
+        if (not flooding or not screen.pending or due) and not held:
             self._painted = now
             self._refresh_dirty()
         owed = self.source is not None and screen.skipped_bytes > self._backfilled
@@ -362,6 +366,7 @@ class RankPane(Widget, can_focus=True):
             self._backfill_step(now)  # the flood is over
         if (
             not screen.pending
+            and not screen.dirty
             and not (owed and shown)
             and self._backfill is None
             and self._frames is not None
