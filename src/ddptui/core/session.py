@@ -1,5 +1,9 @@
 """`Session`: owns the ranks, their state, requests to them, and lockstep broadcasts to their debuggers
-(`Lockstep`)."""
+(`Lockstep`).
+
+Ranks that connect of their own accord (wrap and listen mode) are taken in by `Arrivals`, stalled
+ranks are marked waiting by the `Watchdog`, and the session's end is `teardown`'s.
+"""
 
 from __future__ import annotations
 
@@ -7,30 +11,28 @@ import asyncio
 import contextlib
 import os
 import secrets
-import shutil
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
-from ddptui.core import launch, wrap
+from ddptui.core import launch, teardown, wrap
+from ddptui.core.arrivals import Arrivals
 from ddptui.core.channel import ChannelServer, Connection
 from ddptui.core.compare import Comparison
 from ddptui.core.ddp_check import UNUSED_ERROR, explain_unused
 from ddptui.core.fatal import fatal_site
 from ddptui.core.keys import PaneKeys
-from ddptui.core.linked import LinkedRank
 from ddptui.core.local import LocalJob, LocalRank, SpawnError
 from ddptui.core.lockstep import Broadcast, Lockstep
 from ddptui.core.logs import SessionLog
 from ddptui.core.rank import Rank
-from ddptui.core.reports import keep_reports
 from ddptui.core.rootcause import ROOT, Failure, tags
-from ddptui.core.stalls import IDLE_WINDOW, StallWatch
 from ddptui.core.state import Phase, RankState
-from ddptui.core.targets import Line, format_ranks, name_ranks, parse_line, parse_ranks
+from ddptui.core.targets import Line, format_ranks, parse_line, parse_ranks
 from ddptui.core.text import inert
 from ddptui.core.transport import RankTransport, RequestError
 from ddptui.core.verdicts import VerdictWatch
+from ddptui.core.watchdog import Watchdog
 from ddptui.rank.protocol import Hello, Message, Reply, StartsRanks, mark_key
 
 TICK = 0.1
@@ -41,10 +43,6 @@ def _resolve(waiter: asyncio.Future[None]) -> None:
     """Complete a waiter unless it is already done (or cancelled)."""
     if not waiter.done():
         waiter.set_result(None)
-
-
-RELEASED = {"continue": "left running, undebugged", "exit": "left to exit: --on-disconnect exit"}
-"""How a rank on another node is left when the session ends, per `--on-disconnect`."""
 
 
 class Session:
@@ -63,7 +61,6 @@ class Session:
         """Wrap mode: called once with the world size, right after the ranks exist (as placeholders)."""
         self.launcher: wrap.Launcher | None = None
         """Wrap mode: the command that launches the job (None for a job ddptui spawns itself)."""
-        self._arrived_at: float | None = None
         self.address: tuple[str, int] | None = None
         """`ddptui listen`: the TCP address ranks connect to."""
         self.listen_exports: list[str] = []
@@ -82,17 +79,16 @@ class Session:
         """The last `:compare` table (rank groups can be made from its rows)."""
         self._dir = ""
         self._mark_key = b""
-        self._ticking = False
-        """True while the watchdog runs: it wakes every waiter once a tick."""
-        self._active: set[int] = set()
-        """Ranks starting, running or waiting: the ones the watchdog looks at (none while all pause)."""
         self._server: ChannelServer | None = None
         self._job: LocalJob | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._changed: list[asyncio.Future[None]] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._closing = False
-        self._stalls = StallWatch(spec.stall_timeout)
+        self._watchdog = Watchdog(self, spec.stall_timeout, TICK)
+        """Marks stalled ranks waiting; once it runs, it wakes every waiter once a tick."""
+        self._arrivals = Arrivals(self)
+        """Wrap and listen mode: the job's own launcher, and the ranks that connect."""
         self.verdicts = VerdictWatch(self, self.log)
         """What the ranks' collectives say went wrong (hangs, deadlocks, mismatches)."""
         self._log: SessionLog | None = None
@@ -132,12 +128,12 @@ class Session:
         self._job.start(dict(os.environ, PYTHONPATH=launch.python_path(os.environ.get("PYTHONPATH")) or ""))
         link = launch.Link(self._server.path, self._dir, token)
         if spec.listen is not None:
-            await self._listen(spec.listen, token)
-            self._spawn_task(self._watch())
+            await self._arrivals.listen(spec.listen, token)
+            self._spawn_task(self._watchdog.run())
             return
         if spec.command:
-            self._start_launcher(link)
-            self._spawn_task(self._watch())
+            self._arrivals.start_launcher(link)
+            self._spawn_task(self._watchdog.run())
             return
         run_id = spec.run_id or launch.new_run_id()
         for index in range(spec.nproc):
@@ -147,12 +143,12 @@ class Session:
             except SpawnError as exc:
                 raise launch.LaunchError(str(exc)) from None
             self._add_rank(index, transport)
-        self._spawn_task(self._watch())
+        self._spawn_task(self._watchdog.run())
 
     def _add_rank(self, index: int, transport: RankTransport) -> None:
         """Track a rank: its output, its events, its exit."""
         rank = Rank(index, transport, self._state_changed, self._mark_key)
-        self._active.add(index)  # starting
+        self._watchdog.active.add(index)  # starting
         if isinstance(transport, LocalRank):
             transport.dump_path = os.path.join(self._dir, f"stack-{index}.txt")
         transport.on_output = lambda data: self._output(rank, data)
@@ -170,90 +166,15 @@ class Session:
             return
         rank.on_message(message)
 
-    # -- wrap mode: the job's own launcher, and ranks that arrive ---------------------------
-    def _start_launcher(self, link: launch.Link) -> None:
-        """Run the job's launcher in a pty, with the hook that makes its ranks connect."""
-        assert self._job is not None
-        spec = self.spec
-        env = wrap.launcher_env(spec, link)
-        try:
-            transport = self._job.spawn(list(spec.command), env, spec.cwd, (spec.columns, spec.lines))
-        except SpawnError as exc:
-            raise launch.LaunchError(str(exc)) from None
-        self.launcher = wrap.Launcher(transport, self._notify)
-        self.launcher.on_exit.append(lambda status: self._launcher_exited())
-
-    async def _listen(self, where: tuple[str, int], token: str) -> None:
-        """`ddptui listen`: accept ranks over TCP; say the line that makes a job's ranks connect."""
-        assert self._server is not None
-        try:
-            self.address = await self._server.listen_tcp(*where)
-        except OSError as exc:  # asyncio words it `error while attempting to bind ...`: say it plainly
-            why = os.strerror(exc.errno) if exc.errno else str(exc)
-            raise launch.LaunchError(f"cannot listen on {where[0]}:{where[1]}: {why}") from None
-        if self.spec.nproc:
-            self._world(self.spec.nproc)
-        self.listen_exports = wrap.listen_assignments(self.address, token, self.spec)
-        if self.spec.env_file:
-            try:
-                wrap.write_private(self.spec.env_file, self.listen_line + "\n")
-            except OSError as exc:
-                raise launch.LaunchError(f"cannot write {self.spec.env_file}: {exc.strerror}") from None
-        host, port = self.address
-        size = f"{self.spec.nproc} ranks" if self.spec.nproc else "the job's ranks"
-        also = f" (also in {self.spec.env_file})" if self.spec.env_file else ""
-        self.log(f"listening on {host}:{port} for {size}; in the job's environment on all nodes{also}:")
-        self.log(self.listen_line)
-
-    def _launcher_exited(self) -> None:
-        """The launcher is gone: ranks that never connected never will."""
-        for rank in self.ranks:
-            if isinstance(rank.transport, LinkedRank):
-                rank.transport.never_linked()
-
-    def _arrived(self, connection: Connection, hello: Hello) -> bool:
-        """Bind a wrapped rank's link to the rank it says it is; the first one makes the world."""
-        if not self.ranks and hello.identity.world_size > 0:
-            self._world(hello.identity.world_size)
-        refused = wrap.bind(self.ranks, connection, hello)
-        if refused:
-            self.log(f"refused a link from {connection.peer} claiming {refused}")
-            connection.close()
-        else:
-            self._arrived_at = self._arrived_at or time.monotonic()
-        return True  # handled: a refusal is said here, in words that fit
-
-    def _world(self, size: int) -> None:
-        """The job's size is known: a placeholder rank each, until its process connects."""
-        for index in range(size):
-            self._add_rank(index, LinkedRank())
-        if self.spec.log_dir:
-            self._log = SessionLog(self.spec.log_dir, size, on_failure=self.log)
-            self.on_output.append(self._log.output)
-            self.on_state.append(self._log.state)
-        for callback in self.on_world:
-            callback(size)
-
+    # -- wrap mode: the job's own launcher, and ranks that arrive (see `Arrivals`) -----------
     async def wait_launcher(self, timeout: float = 10.0) -> None:
         """Wrap mode: once no rank is alive, give the launcher `timeout` seconds to exit on its own."""
-        launcher = self.launcher
-        if launcher is not None and not self.live(range(len(self.ranks))):
-            await self.wait_until(lambda: not launcher.alive, timeout)
+        await self._arrivals.wait_launcher(timeout)
 
     async def wait_started(self) -> None:
         """Wrap mode: wait until the job's ranks connected (at most ARRIVAL_GRACE after the first one),
         or its launcher is gone."""
-        if self.address is not None:  # ranks come when their job starts: wait for every one
-            await self.wait_until(lambda: bool(self.ranks) and not any(wrap.absent(r) for r in self.ranks))
-            return
-        launcher = self.launcher
-        if launcher is None:
-            return
-        await self.wait_until(lambda: not launcher.alive or wrap.arrived(self.ranks, self._arrived_at))
-        missing = {rank.index for rank in self.ranks if wrap.absent(rank) and rank.state.alive}
-        if missing:
-            who = f"{name_ranks(missing)} {'has' if len(missing) == 1 else 'have'}"
-            self.log(f"{who} not connected to ddptui (on another node?)")
+        await self._arrivals.wait_started()
 
     def _fatal(self, rank: Rank) -> str | None:
         """Show the stack a rank dumped as it died of a fatal signal; say where it died."""
@@ -270,7 +191,7 @@ class Session:
     def _hello(self, connection: Connection, hello: Hello) -> bool:
         """Bind an authenticated link to the rank whose process is at the other end."""
         if self.launcher is not None or self.address is not None:
-            return self._arrived(connection, hello)
+            return self._arrivals.arrived(connection, hello)
         for rank in self.ranks:
             transport = rank.transport
             if isinstance(transport, LocalRank) and transport.pid == connection.peer_pid:
@@ -317,9 +238,9 @@ class Session:
         self.lockstep.touched.add(rank.index)
         state = rank.state
         if state.active:  # the watchdog's to look at
-            self._active.add(rank.index)
+            self._watchdog.active.add(rank.index)
         else:
-            self._active.discard(rank.index)
+            self._watchdog.active.discard(rank.index)
         for callback in self.on_state:
             callback(rank.index, state)
         if (state.phase is Phase.WAITING or state.exit_code is not None) and not self._closing:
@@ -344,7 +265,7 @@ class Session:
         assert self._loop is not None
         waiter = self._loop.create_future()
         self._changed.append(waiter)
-        if self._ticking:
+        if self._watchdog.ticking:
             await waiter
             return
         timer = self._loop.call_later(TICK, _resolve, waiter)
@@ -361,48 +282,6 @@ class Session:
                 return False
             await self._changed_or_tick()
         return True
-
-    # -- stalls -----------------------------------------------------------------------------
-    async def _watch(self) -> None:
-        """Mark stalled ranks waiting (see `StallWatch`); a waiting rank using CPU runs again."""
-        assert self._job is not None
-        sampled = 0.0
-        self._ticking = True
-        try:
-            while not self._closing:
-                now = time.monotonic()
-                active = [self.ranks[i] for i in self._active]  # none while every rank is paused
-                if now - sampled >= IDLE_WINDOW and active:
-                    sampled = now
-                    if any(self._stalls.watched(rank, now) for rank in active):
-                        await self._scan()
-                    for rank in self._stalls.sample(self.ranks, time.monotonic()):
-                        rank.resumed()
-                for rank in active:
-                    if self._stalls.due(rank, now):
-                        self._spawn_task(self._stalls.mark_waiting(rank))
-                self._notify()
-                await asyncio.sleep(TICK)
-        finally:
-            self._ticking = False
-
-    async def _scan(self) -> None:
-        """Sample the process table on a thread (never on the loop); meanwhile the waiters keep
-        time with timers of their own, as this scan can outlast a tick."""
-        self._ticking = False
-        self._notify()
-        try:
-            await asyncio.to_thread(self._sample)
-        finally:
-            self._ticking = True
-
-    def _sample(self) -> None:
-        """CPU samples of every rank's process tree, spawned or linked (blocking)."""
-        assert self._job is not None
-        self._job.sample()
-        for rank in self.ranks:
-            if isinstance(rank.transport, LinkedRank):
-                rank.transport.sample()
 
     # -- input ------------------------------------------------------------------------------
     def send_input(self, index: int, data: bytes) -> None:
@@ -456,9 +335,7 @@ class Session:
     async def replace_waiting(self) -> None:
         """Place the waiting ranks again: the ranks just stepped may have released them, and a
         state must not say `in barrier` of a rank that has moved on to wait elsewhere."""
-        waiting = [rank for rank in self.ranks if rank.state.phase is Phase.WAITING]
-        if waiting:
-            await asyncio.gather(*(self._stalls.mark_waiting(rank) for rank in waiting))
+        await self._watchdog.replace_waiting()
 
     async def settle(self, timeout: float = 10.0) -> None:
         """Let the findings in progress (verdicts, DDP explanations) be said before the job ends."""
@@ -498,63 +375,11 @@ class Session:
     # -- teardown ---------------------------------------------------------------------------
     async def close(self, grace: float = 0.5) -> None:
         """End every rank and everything it started, then remove the session's files."""
-        if self._closing:
-            return
-        self._closing = True
-        self.verdicts.cancel()
-        for task in [*self._tasks, *self._reports]:
-            task.cancel()
-        if self._log is not None:  # the ranks about to be ended leave their collectives for the logs
-            linked = [r.index for r in self.live(range(len(self.ranks))) if r.transport.linked]
-            await self.ask("save_collectives", {}, linked, 3.0)
-        released = RELEASED[self.spec.on_disconnect]
-        for rank in self.ranks:
-            if wrap.remote(rank):
-                rank.release(released)
-            else:
-                rank.ending()
-        if self.launcher is not None:
-            self.launcher.ending()
-        if self._job is not None:
-            if self.launcher is not None and self.launcher.alive:
-                grace = max(grace, wrap.LAUNCHER_GRACE)
-            await asyncio.to_thread(self._job.end, grace)
-            here = [rank.index for rank in self.ranks if not wrap.remote(rank)]
-            await self.wait_until(lambda: not self.live(here), 2.0)
-        if self._server is not None:
-            await self._server.close()
-        self._close_terminals()
-        await asyncio.to_thread(self._release)
+        await teardown.close(self, grace)
 
     def kill_now(self) -> None:
         """Synchronous last resort when the event loop is gone: kill everything, remove files."""
-        if self._closing and self._job is None:
-            return
-        self._closing = True
-        if self._job is not None:
-            self._job.end(0.0)
-        with contextlib.suppress(RuntimeError):  # the loop may be closed already
-            self._close_terminals()
-        self._release()
-
-    def _close_terminals(self) -> None:
-        """Stop reading every rank's terminal and close it."""
-        if self._job is not None:
-            for transport in self._job.ranks:
-                transport.close()
-
-    def _release(self) -> None:
-        """Stop the watchdog, keep the reports, remove the session's files, close the logs (blocking)."""
-        if self._log is not None:
-            keep_reports(self._log, self.ranks, self.verdicts.raw, self._dir)
-        if self._job is not None:
-            self._job.release()
-            self._job = None
-        if self._dir:
-            shutil.rmtree(self._dir, ignore_errors=True)
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        teardown.kill_now(self)
 
     def _spawn_task(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run a background coroutine owned by the session."""
