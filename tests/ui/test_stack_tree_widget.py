@@ -9,7 +9,7 @@ from rich.style import Style
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
-from ddptui.core.collectives import Record
+from ddptui.core.collective_records import Record
 from ddptui.core.stack_tree import Node, merge, placeholder
 from ddptui.rank.protocol import Frame
 from ddptui.ui.stack_tree import StackTree

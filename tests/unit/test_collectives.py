@@ -11,15 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from ddptui.core.collectives import (
-    RankStatus,
-    Record,
-    collectives_table,
-    diagnose,
-    log_error,
-    parse_log,
-    verdict_lines,
-)
+from ddptui.core.collective_records import Record, log_error, parse_log
+from ddptui.core.collectives import RankStatus, diagnose, verdict_lines
+from ddptui.core.collectives_table import collectives_table
 from ddptui.core.state import RankState
 from ddptui.rank import collectives as rank_side
 from ddptui.rank.protocol import Frame

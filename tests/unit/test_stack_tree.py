@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sysconfig
 
-from ddptui.core.collectives import Record
+from ddptui.core.collective_records import Record
 from ddptui.core.stack_tree import (
     MAX_FRAMES,
     Node,

@@ -5,127 +5,23 @@ Collectives pair across ranks by sequence number within their process group. A r
 one collective in a loop shifts that pairing: its later collectives pair with its peers' next
 ones, often without any error until an op or a shape differs, or until the last one waits for
 ever. Call sites tell that story apart from a real shape mismatch, so a verdict names the skip.
+
+The records themselves (`Record`, `parse_log`) are `collective_records`'; the `:collectives` table
+is `collectives_table`'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ddptui.core.collective_records import WORLD, Record, process_groups, ranks_word
 from ddptui.core.state import RankState
-from ddptui.core.targets import format_ranks
-from ddptui.rank.protocol import Frame, ProtocolError
+from ddptui.rank.protocol import Frame
 
-WORLD = "0"
-"""The default process group's name."""
-ALL_TO_ALL = frozenset({"all_to_all", "all_to_all_single", "alltoall", "alltoall_base"})
-"""Ops whose per-rank input shapes may legally differ (uneven splits)."""
 MAX_SHIFT = 16
 """Most collectives one rank may have skipped in a row for the skip story to be told."""
-
-
-@dataclass(frozen=True)
-class Record:
-    """One collective as one rank issued it."""
-
-    seq: int
-    op: str
-    pg: str = WORLD
-    shapes: tuple[tuple[int, ...], ...] = ()
-    dtypes: tuple[str, ...] = ()
-    state: str = "completed"
-    """`issued`, `started`, `completed` or `failed`."""
-    site: Frame | None = None
-    out_shapes: tuple[tuple[int, ...], ...] = ()
-    out_dtypes: tuple[str, ...] = ()
-    p2p: bool = False
-    pg_desc: str = ""
-
-    @classmethod
-    def from_json(cls, value: Any) -> Record:
-        """Parse one entry of `collective_log`; raise ValueError on anything malformed."""
-        if not isinstance(value, dict) or not isinstance(value.get("seq"), int):
-            raise ValueError(f"not a collective record: {value!r:.80}")
-        site = value.get("site")
-        try:
-            return cls(
-                seq=value["seq"],
-                op=str(value["op"]),
-                pg=str(value.get("pg", WORLD)),
-                shapes=_shapes(value.get("shapes", [])),
-                dtypes=tuple(str(d) for d in value.get("dtypes", [])),
-                state=str(value.get("state", "completed")),
-                site=None if site is None else Frame.from_json(site),
-                out_shapes=_shapes(value.get("out_shapes", [])),
-                out_dtypes=tuple(str(d) for d in value.get("out_dtypes", [])),
-                p2p=bool(value.get("p2p", False)),
-                pg_desc=str(value.get("pg_desc", "")),
-            )
-        except (KeyError, TypeError, ProtocolError) as exc:
-            raise ValueError(f"not a collective record: {value!r:.80}") from exc
-
-    @property
-    def pending(self) -> bool:
-        """True while the collective has not returned (as far as the rank's recorder knows)."""
-        return self.state in ("issued", "started")
-
-    def signature(self) -> tuple[Any, ...]:
-        """What must match across ranks: the op, and the shapes and dtypes that op requires equal."""
-        if self.op == "scatter":  # only the root passes inputs; every rank's output must match
-            return (self.op, self.out_shapes or self.shapes, self.out_dtypes or self.dtypes)
-        if self.op in ALL_TO_ALL:
-            return (self.op, None, self.dtypes)
-        return (self.op, self.shapes, self.dtypes)
-
-    def same_as(self, other: Record) -> bool:
-        """Same signature and, where both are known, the same call site."""
-        if self.signature() != other.signature():
-            return False
-        if self.site is None or other.site is None:
-            return True
-        return (self.site.file, self.site.line) == (other.site.file, other.site.line)
-
-    def what(self) -> str:
-        """`all_reduce [3] float32`: the op with the shapes and dtypes it is compared by."""
-        _, shapes, dtypes = self.signature()
-        parts = [self.op]
-        if shapes is None:
-            shapes = self.shapes
-        if shapes:
-            parts.append(",".join("[" + ",".join(map(str, shape)) + "]" for shape in shapes))
-        if dtypes:
-            parts.append(",".join(dict.fromkeys(dtypes)))
-        return " ".join(parts)
-
-    def describe(self, shapes: bool = True) -> str:
-        """`all_reduce [3] float32 (train.py:10)`."""
-        text = self.what() if shapes else self.op
-        return f"{text} ({self.site})" if self.site else text
-
-
-def _shapes(value: Any) -> tuple[tuple[int, ...], ...]:
-    """Shapes from JSON lists of ints."""
-    return tuple(tuple(int(n) for n in shape) for shape in value)
-
-
-def parse_log(items: Iterable[Any]) -> list[Record]:
-    """The records of one rank's `collective_log` reply; error entries and garbage are dropped."""
-    records = []
-    for item in items:
-        try:
-            records.append(Record.from_json(item))
-        except ValueError:
-            continue
-    return records
-
-
-def log_error(items: Iterable[Any]) -> str | None:
-    """The error a rank's `collective_log` reported instead of records, if any."""
-    for item in items:
-        if isinstance(item, dict) and "error" in item:
-            return str(item["error"])
-    return None
 
 
 @dataclass(frozen=True)
@@ -198,7 +94,7 @@ def diagnose(
     """
     statuses = statuses or {}
     verdicts: list[Verdict] = []
-    for pg in _groups(logs):
+    for pg in process_groups(logs):
         group = _Group(pg, logs, statuses)
         skips = group.divergence()
         hangs = group.hangs()
@@ -215,18 +111,6 @@ def diagnose(
         ]
         verdicts += hangs + deadlocks + skips
     return verdicts
-
-
-def _groups(logs: Mapping[int, Sequence[Record]]) -> list[str]:
-    """Process groups named in the logs, the default group first."""
-    names = {record.pg for log in logs.values() for record in log if not record.p2p}
-    return sorted(names, key=lambda name: (name != WORLD, len(name), name))
-
-
-def _ranks_word(ranks: Iterable[int]) -> str:
-    """`rank 1` or `ranks 0,2-3`."""
-    ranks = frozenset(ranks)
-    return f"{'rank' if len(ranks) == 1 else 'ranks'} {format_ranks(ranks)}"
 
 
 class _Group:
@@ -301,13 +185,13 @@ class _Group:
             gone = "; ".join(self._grouped(missing, self._exit_phrase))
             return Verdict(
                 "early exit",
-                f"{gone}, but {_ranks_word(inside)} {verb} {what}",
+                f"{gone}, but {ranks_word(inside)} {verb} {what}",
                 self.pg,
                 seq,
                 frozenset(missing),
             )
         are = "is" if len(missing) == 1 else "are"
-        text = f"{_ranks_word(missing)} {are} missing from {what}; " + "; ".join(
+        text = f"{ranks_word(missing)} {are} missing from {what}; " + "; ".join(
             self._grouped(missing, self._phrase)
         )
         return Verdict("hang", text, self.pg, seq, frozenset(missing))
@@ -317,7 +201,7 @@ class _Group:
         groups: dict[str, list[int]] = {}
         for rank in ranks:
             groups.setdefault(phrase(rank, False), []).append(rank)
-        return [f"{_ranks_word(group)} {phrase(group[0], len(group) > 1)}" for group in groups.values()]
+        return [f"{ranks_word(group)} {phrase(group[0], len(group) > 1)}" for group in groups.values()]
 
     def _history(self, rank: int) -> str:
         """`completed #2`, `issued #2`, `issued no collective`, or `` for a rank with no records."""
@@ -378,7 +262,7 @@ class _Group:
             if len(by_op) > 1:
                 groups = sorted(by_op.values(), key=lambda ranks: (-len(ranks), ranks))
                 text = "; ".join(
-                    f"{_ranks_word(ranks)} {'wait' if len(ranks) > 1 else 'waits'} in {self.where(seq)} "
+                    f"{ranks_word(ranks)} {'wait' if len(ranks) > 1 else 'waits'} in {self.where(seq)} "
                     f"{self.seqs[ranks[0]][seq].describe(shapes=False)}"
                     for ranks in groups
                 )
@@ -413,7 +297,7 @@ class _Group:
         records = [self.seqs[ranks[0]][seq] for ranks in groups]
         ops = {record.op for record in records}
         differ = ", ".join(
-            f"{_ranks_word(ranks)} {_variant(record, len(ops) > 1)}"
+            f"{ranks_word(ranks)} {_variant(record, len(ops) > 1)}"
             for ranks, record in zip(groups, records, strict=True)
         )
         op = f" {records[0].op}" if len(ops) == 1 else ""
@@ -468,53 +352,3 @@ def _aligned(short: Mapping[int, Record], long: Mapping[int, Record], start: int
             return False
         compared += 1
     return compared > 0
-
-
-# -- the table ----------------------------------------------------------------------------------
-
-CELL = 44
-"""Widest cell of the table, in characters."""
-
-
-def collectives_table(logs: Mapping[int, Sequence[Record]], last: int) -> list[str]:
-    """The `last` collectives of each process group side by side across ranks, aligned by sequence
-    number; `≠` marks a row whose ops, shapes or dtypes differ. Ranks with identical columns share one.
-    """
-    lines: list[str] = []
-    groups = _groups(logs)
-    for pg in groups:
-        seqs = {
-            rank: {r.seq: r for r in log if r.pg == pg and not r.p2p} for rank, log in sorted(logs.items())
-        }
-        seqs = {rank: by_seq for rank, by_seq in seqs.items() if by_seq or pg == WORLD}
-        rows = sorted({seq for by_seq in seqs.values() for seq in by_seq})[-last:] if last > 0 else []
-        if len(groups) > 1:
-            lines.append(f"group {pg}")
-        lines += _table(seqs, rows)
-    return lines
-
-
-def _table(seqs: Mapping[int, Mapping[int, Record]], rows: list[int]) -> list[str]:
-    """One group's rows: a header, then `≠ #seq cell cell ...` per sequence number."""
-    columns: dict[tuple[str, ...], list[int]] = {}
-    for rank, by_seq in seqs.items():
-        columns.setdefault(tuple(_cell(by_seq.get(seq)) for seq in rows), []).append(rank)
-    widths = [max([len(_ranks_word(ranks)), *map(len, cells)]) for cells, ranks in columns.items()]
-    seq_width = max([len(f"#{seq}") for seq in rows] + [3])
-    header = "  ".join(_ranks_word(ranks).ljust(w) for ranks, w in zip(columns.values(), widths, strict=True))
-    lines = [("  " + "seq".rjust(seq_width) + "  " + header).rstrip()]
-    for index, seq in enumerate(rows):
-        signatures = {by_seq[seq].signature() for by_seq in seqs.values() if seq in by_seq}
-        mark = "≠ " if len(signatures) > 1 else "  "
-        cells = [cells[index].ljust(width) for cells, width in zip(columns, widths, strict=True)]
-        lines.append((mark + f"#{seq}".rjust(seq_width) + "  " + "  ".join(cells)).rstrip())
-    return lines
-
-
-def _cell(record: Record | None) -> str:
-    """`all_reduce [3] float32 train.py:10`, `(issued)` added while pending, `-` when absent."""
-    if record is None:
-        return "-"
-    text = record.what() + (f" {record.site}" if record.site else "")
-    text += "" if not record.pending else f" ({record.state})"
-    return text if len(text) <= CELL else text[: CELL - 1] + "…"

@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
-from ddptui.core.collectives import collectives_table
+from ddptui.core.collectives_table import collectives_table
 from ddptui.core.compare import Answer, Comparison, compare
 from ddptui.core.ddp_check import ddp_check
 from ddptui.core.lockstep import Broadcast

@@ -24,7 +24,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from ddptui.core.collectives import WORLD, Record, parse_log
+from ddptui.core.collective_records import WORLD, Record, parse_log
 from ddptui.core.session import Session
 from ddptui.core.stacks import main_thread, parse_threads
 from ddptui.core.targets import format_ranks, parse_ranks

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ddptui.core.collectives import WORLD, RankStatus, Record, diagnose
+from ddptui.core.collective_records import WORLD, Record
+from ddptui.core.collectives import RankStatus, diagnose
 from ddptui.core.commands import Result
 from ddptui.core.session import Session
 from ddptui.core.state import Phase

@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from ddptui.core.collectives import RankStatus, Record, Verdict, diagnose, parse_log
+from ddptui.core.collective_records import Record, parse_log
+from ddptui.core.collectives import RankStatus, Verdict, diagnose
 from ddptui.core.state import Phase
 from ddptui.rank.protocol import Reply
 
