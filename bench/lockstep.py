@@ -13,9 +13,11 @@ It times the same step six ways, each on ranks of its own:
   what ddptui's rank side (RankPdb and its one event a step) costs without the core; `x hooks`
   is then what the core adds on the same kind of ranks.
 * core: `await Session.broadcast("n")`, from the call until it returns (every rank back at its
-  prompt, as its link and its pty both say).
-* batch: `ddptui --batch` end to end (start, replay, transcript, teardown; its ranks' pdb reads
-  plain lines, not through readline as every other way's does); its cost per step is
+  prompt, as its link and its pty both say). Its ranks' pdb reads the commands ddptui sends as
+  plain lines (readline comes only for keys typed into a pane), as the app's do; the stock,
+  rankpdb, hooks and tmux ways' ranks read through readline, as pdb does on a terminal.
+* batch: `ddptui --batch` end to end (start, replay, transcript, teardown; plain lines too); its
+  cost per step is
   (median wall time with B+1 `n` lines - median with 1 line) / B, B = --batch-steps (default
   5 S at 64 ranks and more, and as many more steps as the job is smaller, 5 S x 64 / N): a start
   varies by 50-100 ms at 4 ranks and by a second at 64 from run to run, so the long run must
