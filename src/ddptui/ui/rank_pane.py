@@ -357,7 +357,7 @@ class RankPane(Widget, can_focus=True):
             self._show_scroll()
         # A pane that keeps up also redraws whole as it scrolls: while keys hold flood repaints
         # back, it waits as well (it would be the key's screen update's cost otherwise).
-        held = not due and now < RankPane._next_flood_slot and len(screen.dirty) * 2 > screen.lines
+        held = not due and now < RankPane._next_flood_slot and self._redraws_whole()
         if (not flooding or not screen.pending or due) and not held:
             self._painted = now
             self._refresh_dirty()
@@ -421,6 +421,10 @@ class RankPane(Widget, can_focus=True):
         self.identity = text
         self._show_scroll()
 
+    def _redraws_whole(self) -> bool:
+        """True when most rows are dirty: the pane is then redrawn whole (as when it scrolled)."""
+        return len(self._screen.dirty) * 2 > self._screen.lines
+
     def _refresh_dirty(self) -> None:
         """Repaint the view rows the screen marked dirty (all of them if most changed)."""
         dirty = self._screen.dirty
@@ -429,7 +433,7 @@ class RankPane(Widget, can_focus=True):
         for y in dirty:
             self._strips.pop(y, None)
         width = self.size.width
-        if len(dirty) * 2 > self._screen.lines:
+        if self._redraws_whole():
             self.refresh()
         else:
             self.refresh(*(Region(0, y, width, 1) for y in dirty))
