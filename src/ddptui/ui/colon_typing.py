@@ -1,0 +1,55 @@
+"""`ColonTyping`: a `:` typed in a pane at its rank's pdb prompt moves typing to the command line.
+
+pdb takes no line that starts with `:`, so there it starts a ddptui command instead; once that
+line is entered, typing goes back to the pane it came from.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ddptui.ui.app import DdptuiApp
+
+
+class ColonTyping:
+    """Where keys typed in a pane go: to its rank, or to the command line after a `:`."""
+
+    def __init__(self, app: DdptuiApp) -> None:
+        self._app = app
+        self.typed_from: int | None = None
+        """The pane whose `:` opened the command line: it gets the keys back after that line."""
+
+    def pane_input(self, index: int, data: bytes) -> None:
+        """Keys typed in a pane go to that rank alone.
+
+        But `:` as the first key at the rank's pdb prompt starts a ddptui command on the command
+        line (pdb takes no line that starts with `:`); once it is entered, typing comes back here.
+        """
+        if self.typed_from == index:  # typed (or pasted) before the command line had the keys
+            self.type_on_command_line(data)
+            return
+        ranks = self._app.session.ranks
+        if data[:1] == b":" and index < len(ranks):
+            rank = ranks[index]
+            if rank.state.at_prompt and rank.prompt_shown():  # nothing typed since the prompt
+                self.typed_from = index
+                line = self._app.command_bar.input
+                line.value, line.cursor_position = "", 0
+                line.focus()
+                self.type_on_command_line(data)
+                return
+        self._app.session.send_input(index, data)
+
+    def type_on_command_line(self, data: bytes) -> None:
+        """Keys that went to a pane after its `:` moved typing to the command line: Enter runs
+        the line, Backspace and printable characters edit it, other keys are dropped."""
+        line = self._app.command_bar.input
+        for char in data.decode("utf-8", "replace"):
+            if char in "\r\n":
+                self._app.call_later(line.action_submit)
+                return
+            if char in "\x7f\b":
+                line.action_delete_left()
+            elif char.isprintable():
+                line.insert_text_at_cursor(char)
