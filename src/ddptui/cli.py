@@ -290,7 +290,7 @@ def check_script(path: str) -> None:
 async def run_batch(spec: LaunchSpec, options: argparse.Namespace) -> int:
     """Start the job and replay a batch file against it (for at most `--timeout` seconds)."""
     lines = batch_input.lines(options.batch)
-    if spec.listen is None:  # ddptui starts the ranks, and only it types into their terminals
+    if spec.starts_ranks:  # only ddptui types into their terminals
         spec = replace(spec, line_editing=False)
     session = Session(spec)
     try:

@@ -191,7 +191,7 @@ async def send(session: Session, line: Line) -> tuple[Broadcast | None, Result]:
     if control is not None:  # the terminal (or readline) would act on it: ^C, ^Z, ^\\, ^U, tab...
         return None, Result((f"not sent: it holds the control character {control!r}",), error=True)
     size = len(line.text.encode())
-    if session.spec.listen is None and size > TERMINAL_LINE:
+    if session.spec.starts_ranks and size > TERMINAL_LINE:
         return None, Result((f"not sent: {size} bytes, a terminal line holds {TERMINAL_LINE}",), error=True)
     if line.force:  # `!n` also runs a collective that :until-collective held back as mismatched
         from ddptui.core.until import release

@@ -69,6 +69,12 @@ class LaunchSpec:
     keys), while commands ddptui sends are read as plain lines, a lighter step (`PLAIN_INPUT_ENV`);
     False (`--batch`, where only ddptui types): always plain lines."""
 
+    @property
+    def starts_ranks(self) -> bool:
+        """ddptui starts the ranks (itself or through a launcher it wraps), so it sets how their pdb
+        reads commands (`PLAIN_INPUT_ENV`); `listen`'s ranks are started by someone else."""
+        return self.listen is None
+
     def argv(self) -> list[str]:
         """The command line of one rank process."""
         target = ["-m", self.target] if self.module else [self.target]

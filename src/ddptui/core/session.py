@@ -69,7 +69,7 @@ class Session:
         self.port = 0
         self.lockstep = Lockstep(self, TICK)
         """Broadcasts to the ranks' debuggers, and the one in flight."""
-        self.keys = PaneKeys(spec.line_editing and spec.listen is None, self._spawn_task)
+        self.keys = PaneKeys(spec.line_editing and spec.starts_ranks, self._spawn_task)
         """Keys typed into the ranks' panes (ranks ddptui starts get readline for them)."""
         self.groups: dict[str, frozenset[int]] = {}
         """Named rank sets (`:group`), usable wherever ranks are named (`@name n`, `:ranks name`)."""

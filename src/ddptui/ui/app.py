@@ -32,7 +32,7 @@ from ddptui.ui.command_bar import CommandBar
 from ddptui.ui.command_line import CommandLine
 from ddptui.ui.command_log import CommandLog
 from ddptui.ui.keys_footer import KeysFooter
-from ddptui.ui.pane_pages import PAGE_SIZE, PanePages, grid_shape
+from ddptui.ui.pane_pages import PAGE_SIZE, PanePages, grid_shape, new_panes
 from ddptui.ui.quit_screen import QuitScreen
 from ddptui.ui.rank_bar import RankBar
 from ddptui.ui.rank_pane import RankPane
@@ -83,10 +83,7 @@ class DdptuiApp(App[int]):
         self.focused_rank = 0
         self.broadcasting = False
         self.grid_threshold = grid_threshold
-        self.panes = [
-            RankPane(rank, columns=spec.columns, lines=spec.lines, history=spec.scrollback, id=f"rank-{rank}")
-            for rank in range(spec.nproc)
-        ]
+        self.panes = new_panes(spec)
         self.rank_bar = RankBar()
         self.state_grid = StateGrid(spec.nproc, id="state-grid") if spec.nproc > grid_threshold else None
         self.shown: tuple[int, ...] = tuple(range(min(spec.nproc, PAGE_SIZE)))

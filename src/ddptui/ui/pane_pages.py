@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.containers import Grid
 
+from ddptui.core.launch import LaunchSpec
 from ddptui.core.session import Session
 from ddptui.core.state import RankState
 from ddptui.core.targets import name_ranks
@@ -39,6 +40,14 @@ def grid_shape(count: int) -> tuple[int, int]:
     if count <= 4:
         return 2, 2
     return (count + 1) // 2, 2
+
+
+def new_panes(spec: LaunchSpec) -> list[RankPane]:
+    """A pane for each rank of the job, none mounted yet."""
+    return [
+        RankPane(rank, columns=spec.columns, lines=spec.lines, history=spec.scrollback, id=f"rank-{rank}")
+        for rank in range(spec.nproc)
+    ]
 
 
 def dress_pane(session: Session, pane: RankPane, state: RankState) -> RankPane:
@@ -68,10 +77,7 @@ class PanePages:
         if app.panes and size == app.spec.nproc:
             return  # `ddptui listen --world-size N`: the panes exist since the start
         spec = app.spec = replace(app.spec, nproc=size)
-        app.panes = [
-            RankPane(rank, columns=spec.columns, lines=spec.lines, history=spec.scrollback, id=f"rank-{rank}")
-            for rank in range(size)
-        ]
+        app.panes = new_panes(spec)
         app._rank_states.reset(size)
         if size > app.grid_threshold:
             app.state_grid = StateGrid(size, id="state-grid")
