@@ -7,6 +7,8 @@ import json
 import os
 import socket
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pyte
@@ -278,3 +280,56 @@ async def test_keys_typed_in_a_pane_get_readline_at_a_plain_prompt() -> None:
         session.send_input(0, b"\x1b[A\x1b[A\r")  # Up twice: the command ddptui sent
         assert await session.wait_until(lambda: rank.paused_count > before and rank.prompt_shown(), TIMEOUT)
         assert screen_lines(rank.output.since(0))[-3:] == ["(Pdb r0) p 6 * 7", "42", "(Pdb r0)"]
+
+
+STOPS = """\
+import pdb
+
+calls = []
+
+
+def noisy():
+    calls.append(1)
+    print("noisy ran")
+    return len(calls)
+
+
+pdb.Pdb().set_trace()
+x = 1
+y = 2
+z = 3
+"""
+
+
+def test_a_stop_reaches_the_terminal_in_one_write(tmp_path: Path) -> None:
+    """Where pdb stopped and its prompt go out in one write (on a terminal the `paused` mark goes
+    with them): three wake-ups of the core per rank and step were one. Read from a socket that
+    keeps writes apart; a `display` expression's own output still comes after the location."""
+    script = tmp_path / "stops.py"
+    script.write_text(STOPS)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", protocol.PLAIN_INPUT_ENV: "1", protocol.RANK_ENV: "0"}
+    for name in (protocol.SOCKET_ENV, "PYTHONBREAKPOINT"):
+        env.pop(name, None)
+    commands = b"n\ndisplay noisy()\nn\nc\n"
+    with ours, theirs:
+        rank = subprocess.run(
+            [sys.executable, "-m", "ddptui.rank", str(script)],
+            input=commands, stdout=theirs, stderr=subprocess.PIPE, env=env, timeout=TIMEOUT, check=False,
+        )  # fmt: skip
+        theirs.close()
+        writes = []
+        while packet := ours.recv(65536):
+            writes.append(packet.decode())
+    assert rank.returncode == 0, rank.stderr
+    prompt = "(Pdb r0) "
+    assert writes[0] == f"> {script}(13)<module>()\n-> x = 1\n{prompt}"
+    assert writes[1] == f"> {script}(14)<module>()\n-> y = 2\n{prompt}"
+    noisy = ["noisy ran", "\n"]  # print() writes the text and its end apart
+    assert writes[2:6] == [*noisy, "display noisy(): 1\n", prompt]  # the command's own output
+    assert writes[6:] == [
+        f"> {script}(15)<module>()\n-> z = 3\n",  # before the display runs the program's code
+        *noisy,
+        "display noisy(): 2  [old: 1]\n",
+        prompt,
+    ]

@@ -12,6 +12,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from ddptui.rank.held_output import HeldOutput
 from ddptui.rank.hooks import when_imported
 from ddptui.rank.link import link
 from ddptui.rank.protocol import PLAIN_INPUT_ENV, PLAIN_UNTIL_EDITED, RANK_ENV, Frame, is_library, paused_line
@@ -210,6 +211,8 @@ class RankPdb(_ORIGINAL_PDB):
             if stream is sys.stdin and _terminal(stream):
                 self.stdin = PromptInput(stream, self)  # type: ignore[assignment]  # cmd.Cmd calls readline() only
                 self.use_rawinput = False
+        if not self.use_rawinput:  # cmd.Cmd writes the prompt to self.stdout and flushes it
+            self.stdout = HeldOutput.around(self.stdout)
 
     def set_trace(self, frame: types.FrameType | None = None) -> None:
         """Stop in the caller.
@@ -341,10 +344,22 @@ class RankPdb(_ORIGINAL_PDB):
         self.post_mortem = frame is None and traceback is not None
         self.user_code_only = False
         outer, active = active, self
+        self._hold()  # the location, the `paused` mark and the prompt: one write
         try:
             super().interaction(frame, traceback)
         finally:
             active = outer
+            self._release()
+
+    def _hold(self) -> None:
+        """Hold pdb's text until the prompt is flushed (see `HeldOutput`); nothing without one."""
+        if isinstance(self.stdout, HeldOutput):
+            self.stdout.hold()
+
+    def _release(self) -> None:
+        """Write what pdb held, before anything else can print or the program goes on."""
+        if isinstance(self.stdout, HeldOutput):
+            self.stdout.release()
 
     def preloop(self) -> None:
         """Show pdb's `display` expressions that changed, then report `paused`: the prompt opens."""
@@ -352,8 +367,15 @@ class RankPdb(_ORIGINAL_PDB):
             buffer_prompts()
         if not self.use_rawinput:
             self._program_terminal = cook_terminal()
+        if self.displaying.get(self.curframe):  # type: ignore[attr-defined]  # pdb's, not in its stubs
+            self._release()  # evaluating them runs the program's code, which may print
         super().preloop()
         self._report_paused()
+
+    def precmd(self, line: str) -> str:
+        """A command runs: what is held goes out first (a queued command runs without a prompt)."""
+        self._release()
+        return str(super().precmd(line))
 
     def postcmd(self, stop: Any, line: str) -> Any:
         """Report `paused` again after a command that leaves the prompt open (p, w, l, ...).
@@ -361,6 +383,7 @@ class RankPdb(_ORIGINAL_PDB):
         (`cmd.Cmd.postcmd` only returns `stop`.)
         """
         if not stop:
+            self._hold()
             self._report_paused()
         return stop
 
@@ -371,6 +394,7 @@ class RankPdb(_ORIGINAL_PDB):
         (a broadcast, or Enter in the rank's pane); a command that leaves the prompt open says
         `paused` again (`postcmd`). One event a step instead of two.
         """
+        self._release()
         if self._program_terminal is not None:
             restore_terminal(self._program_terminal)
             self._program_terminal = None
@@ -391,7 +415,10 @@ class RankPdb(_ORIGINAL_PDB):
         line = paused_line(code.co_filename, frame.f_lineno, code.co_name, self.post_mortem, self.curindex)
         if self.post_mortem:  # on the link, in order after the `exception` event it follows
             link.send_line(line)
-        else:
+            return
+        held = self.stdout if isinstance(self.stdout, HeldOutput) and self.stdout.holding else None
+        mark = link.mark(line) if held is not None else None
+        if held is None or mark is None or not held.add(mark):
             link.paused(line)
 
 

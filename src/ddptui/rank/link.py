@@ -93,21 +93,18 @@ class Link:
         Only for a `paused` just before a prompt the rank prints itself: the core reads the
         event with the prompt, in order, and reads one channel a step instead of two.
         """
-        if not self._mark_line(line):
+        data = self.mark(line)
+        if data is None or not _write_all(data):
             self.send_line(line)
 
-    def _mark_line(self, line: bytes) -> bool:
-        """Write `line` to the terminal as a mark; False when it cannot (no terminal, too long)."""
+    def mark(self, line: bytes) -> bytes | None:
+        """`line` as a mark for the terminal (the debugger may write it with its prompt); None
+        when it cannot go there (no terminal, no link, too long)."""
         mark = self._mark
         if mark is None or self._sock is None:
-            return False
+            return None
         data = mark + line[:-1] + protocol.MARK_END
-        if len(data) > protocol.MAX_MARK:
-            return False
-        try:
-            return os.write(1, data) == len(data)
-        except OSError:
-            return False
+        return data if len(data) <= protocol.MAX_MARK else None
 
     def _serve(self, sock: socket.socket) -> None:
         """Read requests until the core hangs up; answer each on a thread of its own."""
@@ -154,6 +151,14 @@ class Link:
     def _forget(self) -> None:
         """In a forked child: the socket belongs to the parent, whose rank this process is not."""
         self._sock = self._mark = None
+
+
+def _write_all(data: bytes) -> bool:
+    """Write a mark to the terminal in one write; False when it did not all go."""
+    try:
+        return os.write(1, data) == len(data)
+    except OSError:
+        return False
 
 
 def open_socket(address: str) -> socket.socket:
