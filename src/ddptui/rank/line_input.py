@@ -24,11 +24,15 @@ from typing import IO, Any
 EDIT_WAIT = 1.0
 """Seconds the `edit` request waits for an open plain prompt to become a readline prompt."""
 
-_state = threading.Condition()
+_lock = threading.Lock()
+"""Guards the two below and `_answers`: a plain `Lock`, taken twice a step on the main thread
+(a `Condition` cost a fifth of what a rank adds to a lockstep step)."""
 _wanted = False
 """The core asked for line editing, for the prompt that is open or the next one."""
 _reading = ""
 """What the main thread does: "" (not reading a command), "plain", "switching" or "editing"."""
+_answers: list[threading.Event] = []
+"""`edit` requests waiting for the open plain prompt to become a readline prompt (or to end)."""
 _wake_read, _wake_write = os.pipe()
 os.set_blocking(_wake_write, False)
 _LINE_ENDS = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
@@ -41,12 +45,19 @@ def edit(args: dict[str, Any]) -> dict[str, Any]:
     rank reads through readline anyway).
     """
     global _wanted
-    with _state:
+    answered = threading.Event()
+    with _lock:
         _wanted = True
         with contextlib.suppress(BlockingIOError):  # a full pipe wakes the prompt all the same
             os.write(_wake_write, b".")
-        if _reading in ("plain", "switching"):
-            _state.wait_for(lambda: _reading in ("", "editing"), EDIT_WAIT)
+        waits = _reading in ("plain", "switching")
+        if waits:
+            _answers.append(answered)
+    if waits:
+        answered.wait(EDIT_WAIT)
+    with _lock:
+        if answered in _answers:
+            _answers.remove(answered)
         return {"editing": _reading == "editing"}
 
 
@@ -62,6 +73,8 @@ class PromptInput:
         self._decoder = codecs.getincrementaldecoder(getattr(stream, "encoding", None) or "utf-8")("replace")
         self._lines: list[str] = []
         """Lines read but not yet handed over (a read can hold more than one)."""
+        self._whole = True
+        """The last read ended at a line's end: the decoder holds no part of a character."""
 
     def readline(self) -> str:
         """The next command, with its newline ("" at the end of input)."""
@@ -69,7 +82,7 @@ class PromptInput:
         if self._lines:
             return self._lines.pop(0)
         while True:
-            with _state:
+            with _lock:
                 if _wanted:
                     _wanted, _reading = False, "switching"
                     break
@@ -96,10 +109,14 @@ class PromptInput:
             return ""
         if not data:
             return ""
-        self._lines = _LINE_ENDS.findall(self._decoder.decode(data))
-        if not self._lines:  # part of a character: the rest comes with the line's end
-            return self._plain()
-        line = self._lines.pop(0)
+        if data.isascii() and data.find(b"\n") == len(data) - 1 and b"\r" not in data and self._whole:
+            line = data.decode()  # nearly always: one command, as the terminal hands it over
+        else:
+            self._lines = _LINE_ENDS.findall(self._decoder.decode(data))
+            self._whole = data.endswith((b"\n", b"\r"))
+            if not self._lines:  # part of a character: the rest comes with the line's end
+                return self._plain()
+            line = self._lines.pop(0)
         readline = sys.modules.get("readline")
         command = line.rstrip("\r\n")
         if readline is not None and command.strip():
@@ -132,15 +149,21 @@ class PromptInput:
 
 def _done_reading() -> None:
     """The main thread has its command (or an exception): an `edit` waiting for it is answered."""
-    global _reading
-    with _state:
-        _reading = ""
-        _state.notify_all()
+    _now_reading("")
 
 
 def _editing() -> None:
     """readline's pre-input hook: it has the terminal now, so the core may forward the keys."""
+    _now_reading("editing")
+
+
+def _now_reading(what: str) -> None:
+    """Say what the main thread does now, and answer the `edit` requests that wait for it."""
     global _reading
-    with _state:
-        _reading = "editing"
-        _state.notify_all()
+    with _lock:
+        _reading = what
+        answers = _answers[:] if _answers else None
+        _answers.clear()
+    if answers:
+        for answered in answers:
+            answered.set()
