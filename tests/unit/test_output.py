@@ -42,3 +42,15 @@ def test_since_is_unchanged() -> None:
     assert log.since(0) == b"abcde"
     assert log.since(13) == b"de"
     assert log.tail(2) == b"de"
+
+
+def test_ends_with_looks_only_at_the_bytes_since_the_offset_and_past_the_cap() -> None:
+    log = OutputLog(cap=10)
+    log.append(b"0123456789abcde")  # the cap dropped "01234" and more: "abcde" is kept
+    assert log.end == 15 and log.start == 10
+    assert log.ends_with(b"cde", 12) and log.ends_with(b"de", 13)
+    assert not log.ends_with(b"cde", 13)  # "c" is before the offset
+    assert log.ends_with(b"abcde", 0)  # an offset already dropped means all that is kept
+    log = OutputLog()
+    log.append(b"n\r\n> x.py(3)\r\n(Pdb) ")
+    assert log.ends_with(b"(Pdb) ", log.end - 6) and not log.ends_with(b"(Pdb) ", log.end - 5)

@@ -23,6 +23,8 @@ from ddptui.rank.protocol import Exited, Frame, Hello, Input, Message, Output, P
 class LinkedRank(RankTransport):
     """A rank whose terminal, requests and exit all travel over its link."""
 
+    dials_in = True
+
     UNLINKED = "the rank has not connected to ddptui yet"
 
     def __init__(self) -> None:

@@ -119,6 +119,16 @@ class LocalRank(RankTransport):
         """Queue bytes for the pty; they are written as it accepts them."""
         if self._closed:
             return
+        if not self._pending:  # nearly always: straight to the pty, no queue
+            try:
+                written = os.write(self._fd, data)
+            except BlockingIOError:
+                written = 0
+            except OSError:
+                return
+            if written == len(data):
+                return
+            data = data[written:]
         self._pending += data
         if self._flush():
             self._loop.add_writer(self._fd, self._flush_later)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ddptui.core.rank import Rank
-from ddptui.core.state import Phase, RankState
+from ddptui.core.state import Frame, Phase, RankState
 from ddptui.core.targets import EXECUTION_COMMANDS, format_ranks
 
 if TYPE_CHECKING:
@@ -124,10 +124,13 @@ class Lockstep:
 
         Ranks in post-mortem do not count: they cannot step, wherever they stand.
         """
-        places: dict[str, set[int]] = {}
+        places: dict[tuple[str, int], tuple[Frame, set[int]]] = {}
         for rank in self._session.live(targets):
-            if rank.state.at_prompt and not rank.state.post_mortem and rank.state.location is not None:
-                places.setdefault(str(rank.state.location), set()).add(rank.index)
+            state = rank.state
+            where = state.location
+            if state.phase is Phase.PAUSED and not state.post_mortem and where is not None:
+                # by file and line, not by their words: asked before every step, of every rank
+                places.setdefault((where.file, where.line), (where, set()))[1].add(rank.index)
         if len(places) < 2:
             return ""
-        return " · ".join(f"{format_ranks(ranks)} at {where}" for where, ranks in places.items())
+        return " · ".join(f"{format_ranks(ranks)} at {where}" for where, ranks in places.values())

@@ -75,11 +75,12 @@ class Rank:
 
     def _set(self, state: RankState) -> None:
         """Replace the state and tell the session (only when it changed)."""
-        if state.phase is self.state.phase and state == self.state:
+        old = self.state
+        if state.phase is old.phase and state == old:
             return
-        if self.failed_at is None and failed(state):
+        if self.failed_at is None and (state.crash is not None or state.exit_code) and failed(state):
             self.failed_at = time.monotonic()
-        if state.phase is not self.state.phase:
+        if state.phase is not old.phase:
             self.phase_since = time.monotonic()
         self.state = state
         self._on_change(self)
@@ -124,7 +125,7 @@ class Rank:
     def resumed(self) -> None:
         """A command was sent, the rank printed, or it used CPU: it is running (unless gone)."""
         state = self.state
-        if state.alive and not (state.phase is Phase.RUNNING and state.waiting_in is None):
+        if state.exit_code is None and not (state.phase is Phase.RUNNING and state.waiting_in is None):
             self._set(state.running())
 
     def stalled(self, where: Frame | None, callee: str | None) -> None:
@@ -170,9 +171,10 @@ class Rank:
 
     def _prompt_at_end(self) -> bool:
         """True when the output since the last input ends with the prompt (escape sequences aside)."""
-        tail = self.output.since(max(self.input_mark, self.output.end - 256))
-        if tail.endswith(self.prompt):
+        start = max(self.input_mark, self.output.end - 256)
+        if self.output.ends_with(self.prompt, start):
             return True
+        tail = self.output.since(start)
         if b"\x1b" not in tail[-16:]:
             return False
         tail = tail[: _TRAILING_ESCAPES.search(tail).start()]  # type: ignore[union-attr]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import secrets
 import time
@@ -151,8 +152,8 @@ class Session:
         self._watchdog.active.add(index)  # starting
         if isinstance(transport, LocalRank):
             transport.dump_path = os.path.join(self._dir, f"stack-{index}.txt")
-        transport.on_output = lambda data: self._output(rank, data)
-        transport.on_message = lambda message: self._message(rank, message)
+        transport.on_output = functools.partial(self._output, rank)  # a C call: once a rank and step
+        transport.on_message = functools.partial(self._message, rank)
         transport.on_exit = lambda status: self._ended(rank, status)
         rank.fatal_dump = lambda: self._fatal(rank)
         self.ranks.append(rank)
@@ -231,25 +232,27 @@ class Session:
         self.lockstep.touched.add(rank.index)
         for callback in self.on_output:
             callback(rank.index, data)
-        self._notify()
+        if self._changed:
+            self._notify()
 
     def _state_changed(self, rank: Rank) -> None:
         """Tell the front ends, wake the waiters; a rank found waiting or gone gets its collectives read."""
-        self.lockstep.touched.add(rank.index)
-        state = rank.state
+        index, state = rank.index, rank.state
+        self.lockstep.touched.add(index)
         if state.active:  # the watchdog's to look at
-            self._watchdog.active.add(rank.index)
+            self._watchdog.active.add(index)
         else:
-            self._watchdog.active.discard(rank.index)
+            self._watchdog.active.discard(index)
         for callback in self.on_state:
-            callback(rank.index, state)
+            callback(index, state)
         if (state.phase is Phase.WAITING or state.exit_code is not None) and not self._closing:
             self.verdicts.trigger()
         crash = state.crash
         if crash is not None and UNUSED_ERROR in crash.message and not self._explained:
             self._explained = True  # every rank fails the same way: one rank names the parameters
             self._reports.append(asyncio.ensure_future(explain_unused(self, rank.index)))
-        self._notify()
+        if self._changed:
+            self._notify()
 
     def _notify(self) -> None:
         """Wake every coroutine waiting for a change."""

@@ -105,11 +105,13 @@ class RankState(NamedTuple):
     # -- transitions (the only ways a state changes) -----------------------------------------
     def running(self) -> RankState:
         """Resumed by a command, or seen making progress again."""
-        return RankState(Phase.RUNNING, self.location, self.crash, None, None, False, self.ended_by_ddptui)
+        # tuple.__new__ straight: a named tuple's own __new__ is one more Python call, and every
+        # rank makes a `running` and a `paused` each lockstep step
+        return _new(RankState, (_RUNNING, self[1], self[2], None, None, False, self[6], None, ""))
 
     def paused(self, where: Frame, post_mortem: bool) -> RankState:
         """The debugger's prompt opened at `where`."""
-        return RankState(Phase.PAUSED, where, self.crash, None, None, post_mortem, self.ended_by_ddptui)
+        return _new(RankState, (_PAUSED, where, self[2], None, None, post_mortem, self[6], None, ""))
 
     def waiting(self, where: Frame | None, callee: str | None) -> RankState:
         """Idle while running: blocked at `where`, inside `callee` (a collective, a sleep)."""
@@ -163,3 +165,7 @@ class RankState(NamedTuple):
             text = describe_exit(self.exit_code)
             return f"{text} {self.fatal_site}" if self.fatal_site else text
         return str(self.phase.value)
+
+
+_new = tuple.__new__
+_RUNNING, _PAUSED = Phase.RUNNING, Phase.PAUSED

@@ -22,6 +22,10 @@ class RequestError(Exception):
 class RankTransport(abc.ABC):
     """How the core talks to one rank; callbacks are set by the `Rank` that owns it."""
 
+    dials_in = False
+    """True for a rank whose process connects to ddptui on its own (a wrapped job's, one of
+    `ddptui listen`): until it does, ddptui cannot reach it."""
+
     def __init__(self) -> None:
         self.on_output: Callable[[bytes], None] = lambda data: None
         """Called with every chunk the rank's terminal printed."""

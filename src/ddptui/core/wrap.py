@@ -122,7 +122,8 @@ def bind(ranks: list[Rank], connection: Connection, hello: Hello) -> str | None:
 
 def absent(rank: Rank) -> bool:
     """True for a rank of a wrapped job whose process has not connected (yet, or ever)."""
-    return isinstance(rank.transport, LinkedRank) and not rank.transport.linked
+    transport = rank.transport  # asked of every rank a few times a step: the class flag first
+    return transport.dials_in and isinstance(transport, LinkedRank) and not transport.linked
 
 
 def remote(rank: Rank) -> bool:
