@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pdb
 import signal
@@ -12,9 +11,15 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from ddptui.rank.held_output import HeldOutput
 from ddptui.rank.hooks import when_imported
 from ddptui.rank.link import link
+from ddptui.rank.prompt_terminal import (
+    HeldOutput,
+    buffer_prompts,
+    cook_terminal,
+    reads_terminal,
+    restore_terminal,
+)
 from ddptui.rank.protocol import PLAIN_INPUT_ENV, PLAIN_UNTIL_EDITED, RANK_ENV, Frame, is_library, paused_line
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -115,72 +120,6 @@ def location(frame: types.FrameType) -> Frame:
     return Frame(code.co_filename, frame.f_lineno or 0, code.co_name)
 
 
-_prompt_buffer: object = None
-"""C stdout's buffer once `buffer_prompts` gave it one (kept alive as long as the process)."""
-
-
-def buffer_prompts() -> None:
-    """Give C's stdout a line buffer when Python runs unbuffered (`-u`, PYTHONUNBUFFERED) on a terminal.
-
-    Unbuffered, readline writes the prompt a byte a write: ten system calls a step, and as many
-    wake-ups of whatever reads the terminal. Line-buffered is what C's stdout is on a terminal
-    anyway; Python's own streams are not touched (they do not go through C's stdio). Once per
-    process, at its first prompt; where C's `stdout` cannot be found, nothing changes.
-    """
-    global _prompt_buffer
-    if _prompt_buffer is not None:
-        return
-    _prompt_buffer = False
-    stream = sys.__stdout__
-    if stream is None or not stream.write_through or not os.isatty(1):
-        return
-    import ctypes  # only ranks that show a prompt, once
-
-    try:
-        libc = ctypes.CDLL(None)
-        buffer = ctypes.create_string_buffer(4096)
-        if libc.setvbuf(ctypes.c_void_p.in_dll(libc, "stdout"), buffer, 1, len(buffer)) == 0:  # _IOLBF
-            _prompt_buffer = buffer
-    except (OSError, ValueError, AttributeError):
-        pass
-
-
-def cook_terminal() -> list[Any] | None:
-    """Make the terminal hand over lines, echoed, for a prompt that reads plain lines: a program
-    may have left it raw (as a key-reading program does), which readline would not mind. Returns
-    the settings to put back when the prompt closes; None when nothing changed (or no terminal)."""
-    import termios  # plain input only: one small C module
-
-    try:
-        saved = termios.tcgetattr(0)
-    except termios.error:
-        return None
-    iflag, lflag = saved[0] | termios.ICRNL, saved[3] | termios.ICANON | termios.ECHO
-    if (iflag, lflag) == (saved[0], saved[3]):
-        return None
-    try:
-        termios.tcsetattr(0, termios.TCSANOW, [iflag, saved[1], saved[2], lflag, *saved[4:]])
-    except termios.error:
-        return None
-    return saved
-
-
-def restore_terminal(saved: list[Any]) -> None:
-    """Put back the settings `cook_terminal` changed."""
-    import termios
-
-    with contextlib.suppress(termios.error):
-        termios.tcsetattr(0, termios.TCSANOW, saved)
-
-
-def _terminal(stream: Any) -> bool:
-    """True when `stream` reads this process's terminal."""
-    try:
-        return stream.fileno() == 0 and os.isatty(0)
-    except (AttributeError, ValueError, OSError):
-        return False
-
-
 class RankPdb(_ORIGINAL_PDB):
     """pdb with a per-rank prompt, hidden launcher frames and side-channel state events."""
 
@@ -208,7 +147,7 @@ class RankPdb(_ORIGINAL_PDB):
             from ddptui.rank.line_input import PromptInput
 
             stream = getattr(self.stdin, "stream", self.stdin)  # `debug` hands its PromptInput on
-            if stream is sys.stdin and _terminal(stream):
+            if stream is sys.stdin and reads_terminal(stream):
                 self.stdin = PromptInput(stream, self)  # type: ignore[assignment]  # cmd.Cmd calls readline() only
                 self.use_rawinput = False
         if not self.use_rawinput:  # cmd.Cmd writes the prompt to self.stdout and flushes it
