@@ -46,19 +46,36 @@ class Lockstep:
 
     def __init__(self, session: Session, look_every: float) -> None:
         """`look_every`: seconds between looks at every rank a broadcast waits for (a prompt can
-        become overdue without a sound); in between, only ranks that printed or changed state
-        are looked at."""
+        become overdue without a sound); in between, a rank is looked at when it printed or
+        changed state (`touch`)."""
         self._session = session
         self._look_every = look_every
         self._lock = asyncio.Lock()
         self.command = ""
         """The command being broadcast, or empty."""
-        self.outstanding: frozenset[int] = frozenset()
+        self._out: set[int] = set()
         """Ranks the broadcast in flight still waits for."""
-        self.touched: set[int] = set()
-        """Ranks whose output or state changed since a broadcast last looked: only those can be back
-        (the session adds to it)."""
-        self._looked_at_all = 0.0
+        self._start: dict[int, tuple[int, int]] = {}
+        """Each sent rank's output end and `paused` count when the command went out."""
+        self._all_back: asyncio.Future[None] | None = None
+        """Resolved by `touch` once the last rank is back: the broadcast wakes once a step, not
+        once for every pass of the loop that brought a rank's output."""
+
+    @property
+    def outstanding(self) -> frozenset[int]:
+        """Ranks the broadcast in flight still waits for (a copy: the views read it once a frame)."""
+        return frozenset(self._out)
+
+    def touch(self, index: int) -> None:
+        """A rank printed or changed state: if the broadcast waits for it, is it back? (One rank's
+        check, whatever the number of ranks.)"""
+        out = self._out
+        if index not in out:
+            return
+        if self._returned(self._session.ranks[index], self._start[index][1], time.monotonic()):
+            out.discard(index)
+            if not out and self._all_back is not None and not self._all_back.done():
+                self._all_back.set_result(None)
 
     async def broadcast(self, command: str, targets: Iterable[int] | None = None) -> Broadcast:
         """Send `command` at once to every targeted rank at a prompt; wait until each is back.
@@ -82,35 +99,31 @@ class Lockstep:
                 rank.write(line)
             for rank in ready:
                 rank.resumed()
-            self.touched.clear()  # running now, by this broadcast's own doing: none is back yet
-            self.outstanding = frozenset(start)
+            self._start, self._out = start, set(start)  # running now: none is back yet
             try:
-                await session.wait_until(lambda: not self._still_out(start))
+                await self._wait_back()
             finally:
-                self.outstanding, self.command = frozenset(), ""
+                self._out, self._all_back, self.command = set(), None, ""
             result.replies = [Answer(r.index, r.output.since(start[r.index][0]), r.state) for r in ready]
             if command.split()[0] in EXECUTION_COMMANDS:
                 await session.replace_waiting()
                 session.verdicts.after_step()
             return result
 
-    def _still_out(self, start: dict[int, tuple[int, int]]) -> frozenset[int]:
-        """The ranks of a broadcast that have not come back yet (kept in `outstanding`).
-
-        Only ranks that printed or changed state since the last look are looked at (all of them
-        once in `look_every`), so an event costs the same whatever the number of ranks.
-        """
-        now = time.monotonic()
-        if now - self._looked_at_all >= self._look_every:
-            self._looked_at_all, candidates = now, self.outstanding
-        else:
-            candidates = self.outstanding & self.touched
-        self.touched.clear()
-        ranks = self._session.ranks
-        back = {i for i in candidates if self._returned(ranks[i], start[i][1], now)}
-        if back:
-            self.outstanding -= back
-        return self.outstanding
+    async def _wait_back(self) -> None:
+        """Wait until every rank sent the command is back (see `touch`); look at all of them every
+        `look_every` seconds too: a prompt can become overdue, or a rank stalled, without a sound."""
+        loop = asyncio.get_running_loop()
+        while self._out:
+            back = self._all_back = loop.create_future()
+            timer = loop.call_later(self._look_every, _resolve, back)
+            try:
+                await back
+            finally:
+                timer.cancel()
+            now = time.monotonic()
+            ranks = self._session.ranks
+            self._out -= {i for i in self._out if self._returned(ranks[i], self._start[i][1], now)}
 
     @staticmethod
     def _returned(rank: Rank, paused_count: int, now: float) -> bool:
@@ -134,3 +147,9 @@ class Lockstep:
         if len(places) < 2:
             return ""
         return " · ".join(f"{format_ranks(ranks)} at {where}" for where, ranks in places.values())
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    """Wake the broadcast (its timer's callback)."""
+    if not future.done():
+        future.set_result(None)

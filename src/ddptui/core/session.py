@@ -229,7 +229,7 @@ class Session:
     def _received(self, rank: Rank, data: bytes) -> None:
         """Record a rank's output and hand it to the front ends."""
         rank.received(data)
-        self.lockstep.touched.add(rank.index)
+        self.lockstep.touch(rank.index)
         for callback in self.on_output:
             callback(rank.index, data)
         if self._changed:
@@ -238,7 +238,7 @@ class Session:
     def _state_changed(self, rank: Rank) -> None:
         """Tell the front ends, wake the waiters; a rank found waiting or gone gets its collectives read."""
         index, state = rank.index, rank.state
-        self.lockstep.touched.add(index)
+        self.lockstep.touch(index)
         if state.active:  # the watchdog's to look at
             self._watchdog.active.add(index)
         else:
