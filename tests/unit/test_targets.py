@@ -21,6 +21,7 @@ def test_format_ranks() -> None:
     assert format_ranks({0, 1, 2, 5, 7, 8}) == "0-2,5,7-8"
     assert format_ranks(frozenset({3})) == "3"
     assert (name_ranks({3}), name_ranks({0, 2, 3})) == ("rank 3", "ranks 0,2-3")
+    assert name_ranks(rank for rank in [2, 2, 2]) == "rank 2"  # any iterable; each rank once
 
 
 def test_parse_line() -> None:

@@ -27,9 +27,10 @@ import psutil
 from ddptui.core import batch_input
 from ddptui.core.attach_job import AttachError, Job, describe_process, find_job, job_under
 from ddptui.core.attach_look import look
-from ddptui.core.attach_report import merged_stacks, ranks_word, state_table, verdict
+from ddptui.core.attach_report import merged_stacks, state_table, verdict
 from ddptui.core.batch_input import BatchInputError
 from ddptui.core.py_spy import find_py_spy
+from ddptui.core.targets import name_ranks
 from ddptui.core.text import inert
 
 READ_ONLY = "attach is read-only: it takes :state, :stacks and :quit (pdb needs a job started by ddptui)"
@@ -73,7 +74,7 @@ class Attached:
         self.job = self._refresh()
         views, problems = await look(self.job, self.py_spy)
         for problem, ranks in problems.items():
-            whose = "" if len(ranks) == len(views) else f"{ranks_word(ranks)}: "
+            whose = "" if len(ranks) == len(views) else f"{name_ranks(ranks)}: "
             self.note(whose + problem, once=True)
         lines = state_table(views) if state else []
         if stacks:
@@ -90,7 +91,7 @@ class Attached:
 
     def _header(self) -> None:
         """What was found: the process, the ranks, and what is not shown."""
-        ranks = ranks_word([r.rank for r in self.job.ranks])
+        ranks = name_ranks([r.rank for r in self.job.ranks])
         world = max((r.world_size or 0 for r in self.job.ranks), default=0)
         self.note(
             f"attached read-only to pid {self.job.root.pid} ({describe_process(self.job.root)}): "
@@ -98,7 +99,7 @@ class Attached:
         )
         if self.job.missing:
             self.note(
-                f"{ranks_word(self.job.missing)} not found under pid {self.job.root.pid} (another host?)"
+                f"{name_ranks(self.job.missing)} not found under pid {self.job.root.pid} (another host?)"
             )
         if self.job.other_jobs:
             self.note(f"{self.job.other_jobs} other job(s) under pid {self.job.root.pid} not shown")

@@ -6,19 +6,13 @@ Without ddptui's rank side there is no collective log: the verdict comes from th
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ddptui.core.attach_look import RankView
-from ddptui.core.targets import format_ranks
+from ddptui.core.targets import name_ranks
 from ddptui.core.text import inert
 from ddptui.rank.protocol import Frame, is_library, short_path
-
-
-def ranks_word(ranks: Iterable[int]) -> str:
-    """`rank 1` or `ranks 0,2-3`."""
-    unique = set(ranks)
-    return f"{'rank' if len(unique) == 1 else 'ranks'} {format_ranks(unique)}"
 
 
 def state_table(views: Sequence[RankView]) -> list[str]:
@@ -63,10 +57,10 @@ def verdict(views: Sequence[RankView], missing: Sequence[int] = ()) -> str:
     if not inside:
         return "no hang seen: no rank waits in a collective"
     parts = [
-        f"{ranks_word(ranks)} {'waits' if len(ranks) == 1 else 'wait'} in {where}"
+        f"{name_ranks(ranks)} {'waits' if len(ranks) == 1 else 'wait'} in {where}"
         for where, ranks in sorted(inside.items(), key=lambda item: (-len(item[1]), item[1]))
     ]
-    parts += [f"{ranks_word(ranks)} {_plural(now, len(ranks))}" for now, ranks in elsewhere.items()]
+    parts += [f"{name_ranks(ranks)} {_plural(now, len(ranks))}" for now, ranks in elsewhere.items()]
     kind = "deadlock" if len(inside) > 1 else "hang" if elsewhere else "no hang seen"
     tail = " (one look: look again to see whether they move)" if kind == "no hang seen" else ""
     return inert(f"{kind}: {'; '.join(parts)}{tail}")
@@ -105,7 +99,7 @@ def merged_stacks(views: Sequence[RankView]) -> list[str]:
         for frame in frames:
             node = node.children.setdefault(frame, _Node(frame))
             node.ranks.append(v.proc.rank)
-    width = max((len(ranks_word(v.proc.rank for v in views)), len("rank 0")))
+    width = max((len(name_ranks(v.proc.rank for v in views)), len("rank 0")))
     lines: list[str] = []
     _render(list(root.children.values()), "", width, lines)
     return lines
@@ -121,7 +115,7 @@ def _render(nodes: list[_Node], indent: str, width: int, lines: list[str]) -> No
         while len(chain[-1].children) == 1 and next(iter(chain[-1].children.values())).ranks == node.ranks:
             chain.append(next(iter(chain[-1].children.values())))
         for row, text in enumerate(_fold(chain)):
-            label = ranks_word(node.ranks) if row == 0 else ""
+            label = name_ranks(node.ranks) if row == 0 else ""
             lines.append(inert(f"{head if row == 0 else rest}{label.ljust(width)}  {text}"))
         _render(list(chain[-1].children.values()), rest, width, lines)
 

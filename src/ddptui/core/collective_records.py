@@ -11,7 +11,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ddptui.core.targets import format_ranks
 from ddptui.rank.protocol import Frame, ProtocolError
 
 WORLD = "0"
@@ -127,9 +126,3 @@ def process_groups(logs: Mapping[int, Sequence[Record]]) -> list[str]:
     """Process groups named in the logs, the default group first."""
     names = {record.pg for log in logs.values() for record in log if not record.p2p}
     return sorted(names, key=lambda name: (name != WORLD, len(name), name))
-
-
-def ranks_word(ranks: Iterable[int]) -> str:
-    """`rank 1` or `ranks 0,2-3`."""
-    ranks = frozenset(ranks)
-    return f"{'rank' if len(ranks) == 1 else 'ranks'} {format_ranks(ranks)}"

@@ -16,8 +16,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ddptui.core.collective_records import WORLD, Record, process_groups, ranks_word
+from ddptui.core.collective_records import WORLD, Record, process_groups
 from ddptui.core.state import RankState
+from ddptui.core.targets import name_ranks
 from ddptui.rank.protocol import Frame
 
 MAX_SHIFT = 16
@@ -185,13 +186,13 @@ class _Group:
             gone = "; ".join(self._grouped(missing, self._exit_phrase))
             return Verdict(
                 "early exit",
-                f"{gone}, but {ranks_word(inside)} {verb} {what}",
+                f"{gone}, but {name_ranks(inside)} {verb} {what}",
                 self.pg,
                 seq,
                 frozenset(missing),
             )
         are = "is" if len(missing) == 1 else "are"
-        text = f"{ranks_word(missing)} {are} missing from {what}; " + "; ".join(
+        text = f"{name_ranks(missing)} {are} missing from {what}; " + "; ".join(
             self._grouped(missing, self._phrase)
         )
         return Verdict("hang", text, self.pg, seq, frozenset(missing))
@@ -201,7 +202,7 @@ class _Group:
         groups: dict[str, list[int]] = {}
         for rank in ranks:
             groups.setdefault(phrase(rank, False), []).append(rank)
-        return [f"{ranks_word(group)} {phrase(group[0], len(group) > 1)}" for group in groups.values()]
+        return [f"{name_ranks(group)} {phrase(group[0], len(group) > 1)}" for group in groups.values()]
 
     def _history(self, rank: int) -> str:
         """`completed #2`, `issued #2`, `issued no collective`, or `` for a rank with no records."""
@@ -262,7 +263,7 @@ class _Group:
             if len(by_op) > 1:
                 groups = sorted(by_op.values(), key=lambda ranks: (-len(ranks), ranks))
                 text = "; ".join(
-                    f"{ranks_word(ranks)} {'wait' if len(ranks) > 1 else 'waits'} in {self.where(seq)} "
+                    f"{name_ranks(ranks)} {'wait' if len(ranks) > 1 else 'waits'} in {self.where(seq)} "
                     f"{self.seqs[ranks[0]][seq].describe(shapes=False)}"
                     for ranks in groups
                 )
@@ -297,7 +298,7 @@ class _Group:
         records = [self.seqs[ranks[0]][seq] for ranks in groups]
         ops = {record.op for record in records}
         differ = ", ".join(
-            f"{ranks_word(ranks)} {_variant(record, len(ops) > 1)}"
+            f"{name_ranks(ranks)} {_variant(record, len(ops) > 1)}"
             for ranks, record in zip(groups, records, strict=True)
         )
         op = f" {records[0].op}" if len(ops) == 1 else ""

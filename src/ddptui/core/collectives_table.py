@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ddptui.core.collective_records import WORLD, Record, process_groups, ranks_word
+from ddptui.core.collective_records import WORLD, Record, process_groups
+from ddptui.core.targets import name_ranks
 
 CELL = 44
 """Widest cell of the table, in characters."""
@@ -37,9 +38,9 @@ def _table(seqs: Mapping[int, Mapping[int, Record]], rows: list[int]) -> list[st
     columns: dict[tuple[str, ...], list[int]] = {}
     for rank, by_seq in seqs.items():
         columns.setdefault(tuple(_cell(by_seq.get(seq)) for seq in rows), []).append(rank)
-    widths = [max([len(ranks_word(ranks)), *map(len, cells)]) for cells, ranks in columns.items()]
+    widths = [max([len(name_ranks(ranks)), *map(len, cells)]) for cells, ranks in columns.items()]
     seq_width = max([len(f"#{seq}") for seq in rows] + [3])
-    header = "  ".join(ranks_word(ranks).ljust(w) for ranks, w in zip(columns.values(), widths, strict=True))
+    header = "  ".join(name_ranks(ranks).ljust(w) for ranks, w in zip(columns.values(), widths, strict=True))
     lines = [("  " + "seq".rjust(seq_width) + "  " + header).rstrip()]
     for index, seq in enumerate(rows):
         signatures = {by_seq[seq].signature() for by_seq in seqs.values() if seq in by_seq}

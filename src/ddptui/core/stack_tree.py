@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from ddptui.core.collective_records import WORLD, Record, parse_log
 from ddptui.core.session import Session
 from ddptui.core.stacks import main_thread, parse_threads
-from ddptui.core.targets import format_ranks, parse_ranks
+from ddptui.core.targets import name_ranks, parse_ranks
 from ddptui.core.text import inert
 from ddptui.rank import protocol
 from ddptui.rank.protocol import Frame, ProtocolError, Reply, is_library
@@ -58,12 +58,6 @@ def is_placeholder(frame: Frame) -> bool:
     return frame.file == PLACEHOLDER and frame.line == 0
 
 
-def ranks_word(ranks: Iterable[int]) -> str:
-    """`rank 3` or `ranks 0-2,5`."""
-    ranks = frozenset(ranks)
-    return f"{'rank' if len(ranks) == 1 else 'ranks'} {format_ranks(ranks)}"
-
-
 def place(frame: Frame) -> str:
     """`train.py:10`; an installed package's file from the package down: `torch/nn/functional.py:5`.
 
@@ -92,7 +86,7 @@ class Stop:
     def label(self, inline: bool) -> str:
         """`#5 all_reduce [3] float32 [ranks 0-2]`, `stops here [rank 0]`; no ranks `inline`."""
         what = self.collective or "stops here"
-        return what if inline else f"{what} [{ranks_word(self.ranks)}]"
+        return what if inline else f"{what} [{name_ranks(self.ranks)}]"
 
 
 @dataclass(frozen=True)
@@ -139,7 +133,7 @@ class Node:
                 return "no ranks"
             count = sum(1 for _ in _stops(self))
             stacks = "one stack" if count == 1 else f"{count} different stacks"
-            return f"{ranks_word(self.ranks)}: {stacks}"
+            return f"{name_ranks(self.ranks)}: {stacks}"
         if is_placeholder(self.frame):
             return self.frame.func
         return inert(f"{self.frame.func} ({place(self.frame)})")
@@ -148,7 +142,7 @@ class Node:
         """The node's line without tree guides or odd mark: `all_reduce (c10d.py:9) [ranks 0-2] · #5 ...`."""
         if self.is_root:
             return self.what()
-        text = f"{self.what()} [{ranks_word(self.ranks)}]"
+        text = f"{self.what()} [{name_ranks(self.ranks)}]"
         stop = self.inline_stop
         return f"{text} · {stop.label(True)}" if stop and stop.collective else text
 
@@ -399,7 +393,6 @@ __all__ = [
     "pending",
     "place",
     "placeholder",
-    "ranks_word",
     "render",
     "sample",
     "stacks_lines",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 
@@ -51,9 +51,10 @@ def format_ranks(ranks: frozenset[int] | set[int]) -> str:
     return ",".join(parts)
 
 
-def name_ranks(ranks: frozenset[int] | set[int]) -> str:
-    """`rank 3` or `ranks 0-2,5`."""
-    return f"rank{'s' if len(ranks) > 1 else ''} {format_ranks(ranks)}"
+def name_ranks(ranks: Iterable[int]) -> str:
+    """`rank 3` or `ranks 0-2,5` (each rank once, however often it comes)."""
+    unique = frozenset(ranks)
+    return f"{'rank' if len(unique) == 1 else 'ranks'} {format_ranks(unique)}"
 
 
 @dataclass(frozen=True)

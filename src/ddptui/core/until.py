@@ -19,7 +19,7 @@ from ddptui.core.collectives import RankStatus, diagnose
 from ddptui.core.commands import Result
 from ddptui.core.session import Session
 from ddptui.core.state import Phase
-from ddptui.core.targets import format_ranks
+from ddptui.core.targets import format_ranks, name_ranks
 from ddptui.rank.protocol import Reply
 
 REQUEST = "until_collective"
@@ -182,13 +182,13 @@ def _group_finding(pg: str, group: list[Stop], states: Mapping[int, str]) -> Fin
     what = f"{_where(first.record)} {first.record.what()}"
     there = frozenset(stop.rank for stop in group)
     inside = sorted(stop.rank for stop in group if stop.inside)
-    already = f" ({_ranks_word(inside)} already waiting in it)" if inside else ""
+    already = f" ({name_ranks(inside)} already waiting in it)" if inside else ""
     members = first.members or there
     missing = sorted(members - there)
     if not missing:
         return Finding(f"all {len(there)} ranks about to enter {what}{already}")
     absent = _grouped({rank: states.get(rank, "not known") for rank in missing})
-    text = f"{_ranks_word(there)} about to enter {what}{already}; not there: {absent}"
+    text = f"{name_ranks(there)} about to enter {what}{already}; not there: {absent}"
     return Finding(text, problem=True)
 
 
@@ -205,7 +205,7 @@ def _mismatch(group: list[Stop]) -> str:
     if len(roots) > 1 and group[0].record is not None:
         record = group[0].record
         parts = ", ".join(
-            f"{_ranks_word(ranks)} root {root}" for root, ranks in sorted(roots.items(), key=str)
+            f"{name_ranks(ranks)} root {root}" for root, ranks in sorted(roots.items(), key=str)
         )
         return f"collective {_where(record)} {record.op} differs: {parts}"
     return ""
@@ -268,18 +268,12 @@ def _on(pg: str) -> str:
     return "" if pg == WORLD else f" on group {pg}"
 
 
-def _ranks_word(ranks: Iterable[int]) -> str:
-    """`rank 1` or `ranks 0,2-3`."""
-    ranks = frozenset(ranks)
-    return f"{'rank' if len(ranks) == 1 else 'ranks'} {format_ranks(ranks)}"
-
-
 def _grouped(states: Mapping[int, str]) -> str:
     """`rank 1 exited 0; ranks 2-3 paused at train.py:5`: ranks in the same state said once."""
     groups: dict[str, set[int]] = {}
     for rank, state in states.items():
         groups.setdefault(state, set()).add(rank)
-    return "; ".join(f"{_ranks_word(ranks)} {state}" for state, ranks in groups.items())
+    return "; ".join(f"{name_ranks(ranks)} {state}" for state, ranks in groups.items())
 
 
 # -- the table --------------------------------------------------------------------------------------

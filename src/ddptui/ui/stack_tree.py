@@ -12,7 +12,8 @@ from textual.message import Message
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from ddptui.core.stack_tree import Node, Stop, ranks_word
+from ddptui.core.stack_tree import Node, Stop
+from ddptui.core.targets import name_ranks
 
 Branch = Node | Stop
 """What a line of the tree stands for: a frame (or folded frames) of the merged stacks, or a stop."""
@@ -134,7 +135,7 @@ class StackTree(Tree[Branch]):
 def parts(branch: Branch) -> list[tuple[str, str]]:
     """A branch's label in pieces, each with its component class ("" for none); joined, the label."""
     odd = [("≠ ", "stack-tree--odd")] if branch.odd else []
-    ranks = (f" [{ranks_word(branch.ranks)}]", "stack-tree--ranks")
+    ranks = (f" [{name_ranks(branch.ranks)}]", "stack-tree--ranks")
     if isinstance(branch, Stop):
         what = (branch.collective, "stack-tree--collective") if branch.collective else ("stops here", "")
         return [*odd, what, ranks]
