@@ -74,8 +74,8 @@ class Lockstep:
             return
         if self._returned(self._session.ranks[index], self._start[index][1], time.monotonic()):
             out.discard(index)
-            if not out and self._all_back is not None and not self._all_back.done():
-                self._all_back.set_result(None)
+            if not out and self._all_back is not None:
+                wake(self._all_back)
 
     async def broadcast(self, command: str, targets: Iterable[int] | None = None) -> Broadcast:
         """Send `command` at once to every targeted rank at a prompt; wait until each is back.
@@ -116,7 +116,7 @@ class Lockstep:
         loop = asyncio.get_running_loop()
         while self._out:
             back = self._all_back = loop.create_future()
-            timer = loop.call_later(self._look_every, _resolve, back)
+            timer = loop.call_later(self._look_every, wake, back)
             try:
                 await back
             finally:
@@ -149,7 +149,7 @@ class Lockstep:
         return " · ".join(f"{format_ranks(ranks)} at {where}" for where, ranks in places.values())
 
 
-def _resolve(future: asyncio.Future[None]) -> None:
-    """Wake the broadcast (its timer's callback)."""
-    if not future.done():
-        future.set_result(None)
+def wake(waiter: asyncio.Future[None]) -> None:
+    """Complete a waiter unless it is already done (or cancelled)."""
+    if not waiter.done():
+        waiter.set_result(None)

@@ -24,7 +24,7 @@ from ddptui.core.ddp_check import UNUSED_ERROR, explain_unused
 from ddptui.core.fatal import fatal_site
 from ddptui.core.keys import PaneKeys
 from ddptui.core.local import LocalJob, LocalRank, SpawnError
-from ddptui.core.lockstep import Broadcast, Lockstep
+from ddptui.core.lockstep import Broadcast, Lockstep, wake
 from ddptui.core.logs import SessionLog
 from ddptui.core.rank import Rank
 from ddptui.core.rootcause import ROOT, Failure, tags
@@ -38,12 +38,6 @@ from ddptui.rank.protocol import Hello, Message, Reply, StartsRanks, mark_key
 
 TICK = 0.1
 """Seconds between checks for stalled ranks and overdue prompts."""
-
-
-def _resolve(waiter: asyncio.Future[None]) -> None:
-    """Complete a waiter unless it is already done (or cancelled)."""
-    if not waiter.done():
-        waiter.set_result(None)
 
 
 class Session:
@@ -260,7 +254,7 @@ class Session:
             return
         waiters, self._changed = self._changed, []
         for waiter in waiters:
-            _resolve(waiter)
+            wake(waiter)
 
     async def _changed_or_tick(self) -> None:
         """Wait for any change, or at most one tick (the watchdog's, once it runs: no timer of
@@ -271,7 +265,7 @@ class Session:
         if self._watchdog.ticking:
             await waiter
             return
-        timer = self._loop.call_later(TICK, _resolve, waiter)
+        timer = self._loop.call_later(TICK, wake, waiter)
         try:
             await waiter
         finally:
