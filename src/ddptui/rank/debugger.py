@@ -357,8 +357,10 @@ class RankPdb(_ORIGINAL_PDB):
             return
         held = self.stdout if isinstance(self.stdout, HeldOutput) and self.stdout.holding else None
         mark = link.mark(line) if held is not None else None
-        if held is None or mark is None or not held.add(mark):
+        if held is None or mark is None:
             link.paused(line)
+        else:
+            held.add(mark)  # goes out with the prompt
 
 
 def breakpointhook(*args: Any, **kwargs: Any) -> None:

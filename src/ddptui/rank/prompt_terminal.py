@@ -45,11 +45,9 @@ class HeldOutput:
         """Keep what is written from now on until `release` (or `flush`)."""
         self.holding = True
 
-    def add(self, data: bytes) -> bool:
-        """Hold raw bytes (the `paused` mark) in order with the text; False when not holding."""
-        if self.holding:
-            self._held.append(data)
-        return self.holding
+    def add(self, data: bytes) -> None:
+        """Hold raw bytes (the `paused` mark) in order with the text held so far."""
+        self._held.append(data)
 
     def release(self) -> None:
         """Write what was held, in one write, and stop holding."""
