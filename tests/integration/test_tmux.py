@@ -101,7 +101,7 @@ def test_closing_the_terminal_ends_everything(tmux: type[Tmux], ddptui: Runner) 
     term = tmux("--nproc-per-node", "2", str(EXAMPLES / "rank0_set_trace.py"))
     assert term.shows("(Pdb r0)"), term.screen()
     term.kill()  # the terminal goes away under ddptui (SIGHUP, then no tty at all)
-    assert wait_for(lambda: not ddptui.leftovers(), 3.0), ddptui.leftovers()
+    assert wait_for(lambda: not ddptui.leftovers(), 10.0), ddptui.leftovers()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
@@ -111,7 +111,7 @@ def test_app_killed_leaves_nothing_running(tmux: type[Tmux], ddptui: Runner, sig
     app = [p for p in ddptui.leftovers() if p.cmdline()[1:3] == ["-m", "ddptui"]]
     assert len(app) == 1
     app[0].send_signal(sig)
-    assert wait_for(lambda: not ddptui.leftovers(), 3.0), ddptui.leftovers()
+    assert wait_for(lambda: not ddptui.leftovers(), 10.0), ddptui.leftovers()
     assert list(Path(ddptui.tmpdir).glob("ddptui-*")) == []
 
 
