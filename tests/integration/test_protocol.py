@@ -15,6 +15,7 @@ import pyte
 import pytest
 from conftest import SCRIPTS, running_session
 
+from ddptui.core.answers import answer_lines
 from ddptui.core.local import LocalRank
 from ddptui.core.session import Session
 from ddptui.core.state import Phase
@@ -280,6 +281,31 @@ async def test_keys_typed_in_a_pane_get_readline_at_a_plain_prompt() -> None:
         session.send_input(0, b"\x1b[A\x1b[A\r")  # Up twice: the command ddptui sent
         assert await session.wait_until(lambda: rank.paused_count > before and rank.prompt_shown(), TIMEOUT)
         assert screen_lines(rank.output.since(0))[-3:] == ["(Pdb r0) p 6 * 7", "42", "(Pdb r0)"]
+
+
+@pytest.mark.parametrize("line_editing", [True, False])
+async def test_a_broadcast_clears_a_line_half_typed_in_a_pane_and_says_so(line_editing: bool) -> None:
+    """Keys typed in a pane without Enter sit in the rank's line (readline's, or the terminal's):
+    a broadcast typed after them would run `p valup 6 * 7`. It empties the line first, on that
+    rank only, and says what it cleared; the next broadcast has nothing to clear."""
+    async with running_session(SCRIPTS / "steps.py", nproc=2, line_editing=line_editing) as session:
+        await reach(session, "prompt")
+        assert await session.wait_until(lambda: all(r.prompt_shown() for r in session.ranks), TIMEOUT)
+        rank = session.ranks[0]
+        mark = rank.output.end
+        session.send_input(0, b"p vall\x7fu")  # a typo, rubbed out
+        assert await session.wait_until(lambda: rank.output.since(mark).endswith(b"u"), TIMEOUT)
+        result = await session.broadcast("p 6 * 7")
+        assert result.cleared == {0: "p valu"}
+        for answer in result.replies:
+            assert answer_lines(answer.output, session.ranks[answer.rank].prompt, "p 6 * 7") == ["42"]
+        session.send_input(1, b"p value\r")  # a line typed whole is not a half-typed one
+        assert await session.wait_until(lambda: b"10\r\n" in session.ranks[1].output.tail(64), TIMEOUT)
+        assert await session.wait_until(lambda: session.ranks[1].prompt_shown(), TIMEOUT)
+        result = await session.broadcast("p value")
+        assert result.cleared == {}
+        prompts = [rank.prompt for rank in session.ranks]
+        assert [answer_lines(a.output, prompts[a.rank], "p value") for a in result.replies] == [["0"], ["10"]]
 
 
 STOPS = """\

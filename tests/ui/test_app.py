@@ -82,6 +82,21 @@ async def test_typing_in_a_pane_goes_to_that_rank_only(app: DdptuiApp) -> None:
         assert "p rank * 7" not in screen_text(app, 0)
 
 
+async def test_f10_after_keys_typed_in_a_pane_steps_that_rank_too(app: DdptuiApp) -> None:
+    """Keys left in a pane without Enter do not swallow the broadcast (`p outn` ran on that rank):
+    the line is emptied, the rank steps with the rest, and the command log says what was cleared."""
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: all_paused(app))
+        await pilot.press("f4")  # focus rank 1
+        await until(pilot, lambda: isinstance(app.focused, RankPane) and app.focused.rank == 1)
+        await pilot.press(*"p out")
+        await until(pilot, lambda: last_line(app, 1).endswith("p out"))
+        await pilot.press("f10")
+        await until(pilot, lambda: all("-> value += 2" in screen_text(app, r) for r in (0, 1)))
+        await until(pilot, lambda: "rank 1: cleared 'p out'" in "\n".join(app.command_log.lines_text()))
+        assert "NameError" not in screen_text(app, 1) and "SyntaxError" not in screen_text(app, 1)
+
+
 async def test_broadcast_answers_in_every_pane(app: DdptuiApp) -> None:
     async with app.run_test(size=(160, 40)) as pilot:
         await until(pilot, lambda: all_paused(app))

@@ -13,10 +13,18 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from ddptui.core.rank import Rank
+from ddptui.core.text import terminal_lines
 from ddptui.core.transport import RequestError
 
 EDIT_TIMEOUT = 1.5
 """Seconds held keys wait for the rank's answer before they are typed anyway."""
+
+CLEAR_LINE = b"\x05\x15"
+"""End of line, then kill the line: empties a half-typed line for readline and for a terminal's
+own line editing alike (to the latter ^E is a character, which the ^U erases with the rest)."""
+
+_LINE_ENDS = (b"\r", b"\n", b"\x15", b"\x03")
+"""Keys after which nothing typed before them is left in the line: Enter, ^U, ^C."""
 
 
 class PaneKeys:
@@ -30,6 +38,8 @@ class PaneKeys:
         """Keys per rank waiting for its answer to `edit`."""
         self._granted: dict[int, int] = {}
         """Ranks whose open prompt reads through readline: the `paused` count it was granted at."""
+        self._typed: dict[int, bytes] = {}
+        """Keys typed into each rank's pane since its last Enter: a line a broadcast would run into."""
 
     def send(self, rank: Rank, data: bytes) -> None:
         """Type `data` into the rank's terminal, after asking for readline if its prompt reads plainly."""
@@ -41,6 +51,20 @@ class PaneKeys:
             self._spawn(self._edit_then_type(rank))
         else:
             self._type(rank, data)
+
+    def abandon(self, index: int) -> str | None:
+        """Forget the keys typed into a rank's pane since its last Enter (held ones are not typed);
+        what they read as, or None when there were none."""
+        self._held.pop(index, None)
+        typed = self._typed.pop(index, None)
+        if typed is None:
+            return None
+        return " ".join(terminal_lines(typed.replace(b"\x7f", b"\b")))
+
+    @property
+    def typing(self) -> bool:
+        """True when some pane holds keys typed since its last Enter."""
+        return bool(self._typed)
 
     def _needs_edit(self, rank: Rank) -> bool:
         """True at a prompt that reads plain lines and was not yet asked for readline."""
@@ -65,6 +89,7 @@ class PaneKeys:
         and reads plainly again unless asked.)
         """
         enter = b"\r" in data or b"\n" in data
+        self._record(rank.index, data)
         if enter:
             rank.transport.catch_up()  # the `paused` that came before the prompt on screen, first
             self._granted.pop(rank.index, None)
@@ -72,3 +97,14 @@ class PaneKeys:
         rank.write(data)
         if entered:
             rank.resumed()
+
+    def _record(self, index: int, data: bytes) -> None:
+        """Keep what is typed since the line last ended (see `abandon`)."""
+        line = self._typed.get(index, b"") + data
+        end = max(line.rfind(key) for key in _LINE_ENDS)
+        if end >= 0:
+            line = line[end + 1 :]
+        if line:
+            self._typed[index] = line
+        else:
+            self._typed.pop(index, None)

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ddptui.core.keys import CLEAR_LINE
 from ddptui.core.rank import Rank
 from ddptui.core.state import Frame, Phase, RankState
 from ddptui.core.targets import EXECUTION_COMMANDS, format_ranks
@@ -39,6 +40,8 @@ class Broadcast:
     replies: list[Answer] = field(default_factory=list)
     skipped: dict[int, str] = field(default_factory=dict)
     """Targeted ranks that were not at a prompt, with their state in words."""
+    cleared: dict[int, str] = field(default_factory=dict)
+    """Ranks whose pane held a half-typed line, emptied before the command: what it read."""
 
 
 class Lockstep:
@@ -95,8 +98,11 @@ class Lockstep:
             start = {r.index: (r.output.end, r.paused_count) for r in ready}
             self.command = command
             line = command.encode() + b"\r"
+            if session.keys.typing:  # keys typed in a pane without Enter: the command would add to them
+                cleared = {r.index: session.keys.abandon(r.index) for r in ready}
+                result.cleared = {i: text for i, text in cleared.items() if text is not None}
             for rank in ready:  # all writes first: the ranks start at the same moment
-                rank.write(line)
+                rank.write(CLEAR_LINE + line if rank.index in result.cleared else line)
             for rank in ready:
                 rank.resumed()
             self._start, self._out = start, set(start)  # running now: none is back yet
