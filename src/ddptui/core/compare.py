@@ -196,7 +196,7 @@ def describe_tensor(info: Mapping[str, Any]) -> str:
     A one-element tensor shows its value where the shape goes, as torch prints it (`tensor(0.5,
     float32, cpu)`, `tensor([[0.5]], ...)`), not four equal stats: a table cut to a narrow panel
     still shows it. `≈` before the hash says it was computed from a sample (see
-    `ddptui.rank.summary`).
+    `ddptui.rank.tensor_summary`).
     """
     sizes = info.get("shape", [])
     stats = {k: info.get(k) for k in TENSOR_STATS if info.get(k) is not None}

@@ -6,12 +6,13 @@
 - `repr`: the repr, cut to `limit` characters plus a marker `… [cut, N chars|bytes|items]`; a huge
   string or list is never turned into one huge repr first;
 - `key`: a short string, equal for equal values and different for different ones, that ranks are
-  grouped by (see `_plain_key` and `_tensor_key`); `key_sampled` is true when it was computed from
-  a sample of the value rather than all of it;
+  grouped by (see `_plain_key`, and `_tensor_key` in `ddptui.rank.tensor_summary`); `key_sampled`
+  is true when it was computed from a sample of the value rather than all of it;
 - `number`: the value as a float when it is a real number (not a bool) or a one-element tensor;
   absent otherwise;
 - `tensor` (tensors only): `shape`, `dtype`, `device`, `requires_grad`, `local` (the local shard of
-  a DTensor), `min`, `max`, `mean`, `norm`, `nan`, `inf`, `hash`, `hash_sampled`.
+  a DTensor), `min`, `max`, `mean`, `norm`, `nan`, `inf`, `hash`, `hash_sampled`; computed in
+  `ddptui.rank.tensor_summary`.
 
 Non-finite floats (in `number` and the tensor stats) travel as the strings `"nan"`, `"inf"` and
 `"-inf"`, so the summary is strict JSON; a stat that does not apply is None.
@@ -22,26 +23,26 @@ already has, and `sys.modules["torch"]` is only read once such an object is in h
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
-import json
-import math
 import numbers
-import sys
 from typing import Any
+
+from ddptui.rank.tensor_summary import (
+    SAMPLE_BLOCK,
+    SAMPLE_BLOCKS,
+    guard,
+    json_float,
+    local,
+    tensor_data,
+    tensor_fields,
+    tensor_hash,
+    tensor_of,
+)
 
 MARK = "…"
 """Ends a repr that was cut."""
 KEY_INLINE = 64
 """Longest repr of a scalar used as its key as it is; longer ones are hashed."""
-EXACT_HASH_ELEMENTS = 1 << 24
-"""Tensors up to this many elements are hashed whole; larger ones by a sample (see `_tensor_hash`)."""
-SAMPLE_BLOCKS = 16384
-"""Blocks in the sample of a large tensor..."""
-SAMPLE_BLOCK = 64
-"""...each this many consecutive elements: 1M elements, hashed in a few ms."""
-STATS_CHUNK = 1 << 18
-"""Float stats run chunk by chunk: NaN masks stay in cache instead of allocating a whole tensor."""
 ELEMENT_BUDGET = 20_000
 """Container elements one key may look at: a list of 10M ints is keyed in milliseconds."""
 BYTE_BUDGET = 1 << 26
@@ -61,26 +62,18 @@ OPEN_CLOSE: dict[type, tuple[str, str]] = {
 
 def summarize(value: object, limit: int = 2000) -> dict[str, Any]:
     """Summarise `value` for `eval` and `:compare`; never raises (see the module docstring)."""
-    summary: dict[str, Any] = {"type": _guard(lambda: type_name(value), "?")}
-    summary["repr"] = _guard(lambda: bounded_repr(value, limit), "<repr failed>")
-    tensor = _guard(lambda: _tensor_of(value), None)
+    summary: dict[str, Any] = {"type": guard(lambda: type_name(value), "?")}
+    summary["repr"] = guard(lambda: bounded_repr(value, limit), "<repr failed>")
+    tensor = guard(lambda: tensor_of(value), None)
     if tensor is not None:
-        summary.update(_guard(lambda: _tensor_fields(tensor), {"key": "tensor?", "key_sampled": False}))
+        summary.update(guard(lambda: tensor_fields(tensor), {"key": "tensor?", "key_sampled": False}))
     else:
-        key, sampled = _guard(lambda: _plain_key(value, summary["repr"], limit), ("?", True))
+        key, sampled = guard(lambda: _plain_key(value, summary["repr"], limit), ("?", True))
         summary.update(key=key, key_sampled=sampled)
-        number = _guard(lambda: _number(value), None)
+        number = guard(lambda: _number(value), None)
         if number is not None:
             summary["number"] = number
     return summary
-
-
-def _guard(compute: Any, fallback: Any) -> Any:
-    """`compute()`, or `fallback` when it raises: a summary must not fail because a value is odd."""
-    try:
-        return compute()
-    except Exception:
-        return fallback
 
 
 def type_name(value: object) -> str:
@@ -89,13 +82,6 @@ def type_name(value: object) -> str:
     if cls.__module__ == "builtins":
         return cls.__qualname__
     return f"{cls.__module__}.{cls.__qualname__}"
-
-
-def json_float(value: float) -> float | str:
-    """A float as strict JSON allows it: non-finite values become `"nan"`, `"inf"`, `"-inf"`."""
-    if math.isfinite(value):
-        return value
-    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
 
 
 def _number(value: object) -> float | str | None:
@@ -264,7 +250,7 @@ class _Fingerprint:
             self.open.add(id(value))
             self._container(value)
             self.open.discard(id(value))
-        elif (tensor := _tensor_of(value)) is not None:
+        elif (tensor := tensor_of(value)) is not None:
             self._tensor(tensor)
         else:
             self._other(value)
@@ -304,12 +290,12 @@ class _Fingerprint:
 
     def _tensor(self, tensor: Any) -> None:
         """Hash a tensor met inside a container: its shape, dtype and content hash."""
-        tensor, _ = _local(tensor)
-        data = _tensor_data(tensor)
+        tensor, _ = local(tensor)
+        data = tensor_data(tensor)
         self.hash.update(f"{list(tensor.shape)}{tensor.dtype}".encode())
         if data is not None:
             limit = max(self.bytes, 0) // data.element_size()
-            digest, sampled = _tensor_hash(data, b"", limit)
+            digest, sampled = tensor_hash(data, b"", limit)
             self.bytes -= (SAMPLE_BLOCKS * SAMPLE_BLOCK if sampled else data.numel()) * data.element_size()
             self.hash.update(digest.encode())
             self.sampled |= sampled
@@ -328,167 +314,3 @@ class _Fingerprint:
             self._data(repr(value), _utf8)
         except Exception as error:
             self.hash.update(f"<repr failed: {type(error).__name__}: {error}>".encode())
-
-
-# --- tensors ----------------------------------------------------------------------------------------
-
-
-def _tensor_of(value: object) -> Any:
-    """`value` when it is a torch tensor (by duck typing, torch is not imported), else None."""
-    is_tensor = any(c.__name__ == "Tensor" and c.__module__.startswith("torch") for c in type(value).__mro__)
-    if is_tensor and all(hasattr(value, a) for a in ("shape", "dtype", "numel", "detach")):
-        return value
-    return None
-
-
-def _local(tensor: Any) -> tuple[Any, bool]:
-    """The local shard of a DTensor (and True), else the tensor itself (and False).
-
-    Reducing or reshaping a DTensor would start collectives that the other ranks are not in.
-    """
-    if callable(getattr(tensor, "to_local", None)):
-        return tensor.to_local(), True
-    return tensor, False
-
-
-def _tensor_fields(tensor: Any) -> dict[str, Any]:
-    """The `tensor`, `key`, `key_sampled` and maybe `number` entries of a tensor's summary."""
-    tensor, local = _local(tensor)
-    info: dict[str, Any] = {
-        "shape": list(tensor.shape),
-        "dtype": str(tensor.dtype).removeprefix("torch."),
-        "device": str(tensor.device),
-        "requires_grad": bool(tensor.requires_grad),
-        "local": local,
-        **dict.fromkeys(("min", "max", "mean", "norm", "nan", "inf", "hash")),
-        "hash_sampled": False,
-    }
-    data = _guard(lambda: _tensor_data(tensor), None)
-    if data is not None:
-        info.update(_guard(lambda: _stats(data), {}))
-        extra = json.dumps([info[k] for k in ("min", "max", "mean", "norm", "nan", "inf")]).encode()
-        info["hash"], info["hash_sampled"] = _guard(lambda: _tensor_hash(data, extra), (None, False))
-    fields: dict[str, Any] = {"tensor": info, "key": _tensor_key(info), "key_sampled": info["hash_sampled"]}
-    number = _guard(lambda: _tensor_number(data), None) if data is not None else None
-    if number is not None:
-        fields["number"] = number
-    return fields
-
-
-def _tensor_key(info: dict[str, Any]) -> str:
-    """`tensor:float32[3, 4]#<hash>`: content, shape and dtype; not the device (cuda:0 on rank 0 and
-    cuda:1 on rank 1 hold equal values), not requires_grad, not the subclass."""
-    key = f"tensor:{info['dtype']}{info['shape']}"
-    return f"{key}#{info['hash']}" if info["hash"] is not None else key
-
-
-def _tensor_number(data: Any) -> float | str | None:
-    """The value of a one-element real, non-bool tensor."""
-    if data.numel() != 1 or data.is_complex() or str(data.dtype) == "torch.bool":
-        return None
-    return json_float(float(data.item()))
-
-
-def _tensor_data(tensor: Any) -> Any:
-    """The tensor detached, resolved and flattened contiguous; None when it has no plain data."""
-    data = tensor.detach()
-    if str(data.layout) != "torch.strided" or data.is_quantized or data.device.type == "meta":
-        return None
-    return data.resolve_conj().resolve_neg().contiguous().reshape(-1)
-
-
-def _stats(flat: Any) -> dict[str, Any]:
-    """min, max, mean, norm and NaN/inf counts, by dtype: floats fully, ints without a norm,
-    bools as 0/1 with the fraction of True as mean, complex numbers only the norm and counts."""
-    if flat.numel() == 0:
-        return {"nan": 0, "inf": 0}
-    if flat.is_floating_point():
-        return _float_stats(flat)
-    if flat.is_complex():
-        nan, inf = int(flat.isnan().count_nonzero()), int(flat.isinf().count_nonzero())
-        return {"norm": json_float(float(flat.norm())), "nan": nan, "inf": inf}
-    low, high = flat.aminmax()
-    if str(flat.dtype) == "torch.bool":
-        mean = int(flat.count_nonzero()) / flat.numel()
-        return {"min": int(low), "max": int(high), "mean": mean, "nan": 0, "inf": 0}
-    mean = json_float(int(flat.sum()) / flat.numel())
-    return {"min": int(low), "max": int(high), "mean": mean, "nan": 0, "inf": 0}
-
-
-def _float_stats(flat: Any) -> dict[str, Any]:
-    """Stats of a float tensor over its non-NaN elements, with the NaN count beside them.
-
-    Chunked: the common all-finite chunk costs one aminmax, one sum and one norm; only a chunk with
-    a NaN or inf pays for masks, which at chunk size stay in cache (whole-tensor masks of 1e8
-    elements cost ~0.3 s each). Half-precision chunks are widened so sums do not overflow.
-    """
-    low, high, total, squares, count, nan, inf = math.inf, -math.inf, 0.0, 0.0, 0, 0, 0
-    for chunk in flat.split(STATS_CHUNK):
-        if chunk.element_size() < 4:
-            chunk = chunk.float()
-        lo, hi = (float(x) for x in chunk.aminmax())
-        if not (math.isfinite(lo) and math.isfinite(hi)):
-            mask = chunk.isnan()
-            if (nans := int(mask.count_nonzero())) > 0:
-                nan, chunk = nan + nans, chunk[~mask]
-                if chunk.numel() == 0:
-                    continue
-                lo, hi = (float(x) for x in chunk.aminmax())
-            inf += int(chunk.isinf().count_nonzero())
-        low, high, count = min(low, lo), max(high, hi), count + chunk.numel()
-        total += float(chunk.sum())
-        squares += float(chunk.norm()) ** 2
-    if count == 0:
-        return {"nan": nan, "inf": inf}
-    stats = {"min": low, "max": high, "mean": total / count, "norm": math.sqrt(squares)}
-    return {**{k: json_float(v) for k, v in stats.items()}, "nan": nan, "inf": inf}
-
-
-def _tensor_hash(flat: Any, extra: bytes, limit: int = EXACT_HASH_ELEMENTS) -> tuple[str, bool]:
-    """blake2b of a flat tensor's bytes, and whether it was sampled.
-
-    Up to `limit` elements (never fewer than a sample's) every byte is hashed. Beyond, hashing
-    400 MB would take ~0.5 s, so the digest covers a deterministic sample (16384 evenly spaced blocks of
-    64 elements, and the last 64), the wrapping 64-bit sum of all the tensor's bytes read as words
-    (one fast pass that changes whenever any single element does), and `extra` (the exact stats).
-    """
-    digest = hashlib.blake2b(digest_size=16)
-    if flat.numel() <= max(limit, SAMPLE_BLOCKS * SAMPLE_BLOCK):
-        _hash_bytes(digest, flat)
-        return digest.hexdigest(), False
-    stride = flat.numel() // SAMPLE_BLOCKS
-    _hash_bytes(digest, flat[: SAMPLE_BLOCKS * stride].view(SAMPLE_BLOCKS, stride)[:, :SAMPLE_BLOCK])
-    _hash_bytes(digest, flat[-SAMPLE_BLOCK:])
-    digest.update(_word_sum(flat))
-    digest.update(extra)
-    return digest.hexdigest(), True
-
-
-def _hash_bytes(digest: Any, tensor: Any) -> None:
-    """Feed a tensor's bytes to `digest`, without a copy when it is contiguous on the CPU.
-
-    `bytes(t.untyped_storage())` copies element by element (0.8 s for 100k floats) and `.numpy()`
-    needs numpy and a dtype numpy knows; a ctypes array over `data_ptr()` is a zero-copy buffer
-    for any dtype, valid while `tensor` is alive (it is, for the duration of this call).
-    """
-    tensor = tensor.contiguous()
-    if tensor.device.type != "cpu":
-        tensor = tensor.cpu()
-    size = tensor.numel() * tensor.element_size()
-    if size:
-        digest.update((ctypes.c_char * size).from_address(tensor.data_ptr()))
-
-
-def _word_sum(flat: Any) -> bytes:
-    """The tensor's bytes summed as native int64 words, wrapping, plus the leftover bytes.
-
-    A change of any one element changes one word and so the sum; two changes could cancel.
-    """
-    torch: Any = sys.modules["torch"]
-    raw = flat.view(torch.uint8)
-    if raw.storage_offset() % 8:
-        raw = raw.clone()  # viewing bytes as int64 needs an aligned start
-    whole = raw.numel() // 8 * 8
-    total = int(raw[:whole].view(torch.int64).sum()) % (1 << 64)
-    tail = raw[whole:].cpu().tolist()
-    return total.to_bytes(8, "little") + bytes(tail)
