@@ -99,7 +99,8 @@ def dump_costs(results: dict[str, Any]) -> None:
     """collective_log() against the raw dumps, at growing ring sizes (rank 0 measures, rank 1 waits)."""
     import torch.distributed as dist
 
-    from ddptui.rank.collectives import _inductor_left_unimported, collective_log
+    from ddptui.rank.collectives import collective_log
+    from ddptui.rank.flight_recorder import _inductor_left_unimported
 
     c10d = bindings()
 

@@ -16,7 +16,7 @@ import threading
 import time
 from datetime import timedelta
 
-from ddptui.rank import collectives
+from ddptui.rank import collectives, flight_recorder
 
 if os.environ.get("FR_WRAPPERS") == "1":
     collectives.install_wrappers_on_import()
@@ -36,7 +36,7 @@ def write_log(extra: dict[str, object] | None = None) -> None:
     took = time.perf_counter() - start
     traces = os.path.join(os.environ["FR_OUT"], "traces")
     os.makedirs(traces, exist_ok=True)
-    trace_error = collectives.write_fr_trace(os.path.join(traces, f"rank_{RANK}"))
+    trace_error = flight_recorder.write_fr_trace(os.path.join(traces, f"rank_{RANK}"))
     body = {"log": log, "ms": took * 1e3, "trace_error": trace_error, **(extra or {})}
     path = os.path.join(os.environ["FR_OUT"], f"rank{RANK}.json")
     with open(path + ".tmp", "w") as out:

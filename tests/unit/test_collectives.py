@@ -16,6 +16,7 @@ from ddptui.core.collectives import RankStatus, diagnose, verdict_lines
 from ddptui.core.collectives_table import collectives_table
 from ddptui.core.state import RankState
 from ddptui.rank import collectives as rank_side
+from ddptui.rank import flight_recorder
 from ddptui.rank.protocol import Frame
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -429,7 +430,7 @@ RAW_ENTRY = {  # one entry of torch 2.13's pickled Flight Recorder dump on gloo,
 
 
 def test_a_flight_recorder_entry_becomes_a_record() -> None:
-    record = rank_side._fr_record(RAW_ENTRY)
+    record = flight_recorder._fr_record(RAW_ENTRY)
     assert record == {
         "seq": 1,
         "op": "all_reduce",
@@ -447,7 +448,7 @@ def test_a_flight_recorder_entry_becomes_a_record() -> None:
     }
     assert json.loads(json.dumps(record)) == record
     assert Record.from_json(record).describe() == "all_reduce [3] float32 (train.py:9)"
-    assert rank_side._fr_record(dict(RAW_ENTRY, retired=True))["state"] == "completed"
+    assert flight_recorder._fr_record(dict(RAW_ENTRY, retired=True))["state"] == "completed"
 
 
 def test_without_torch_distributed_there_is_nothing_to_report(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -501,7 +502,7 @@ def wrapped(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
     """The fake c10d with the wrappers installed; everything undone after."""
     module = fake_c10d()
     monkeypatch.setitem(sys.modules, rank_side.C10D, module)
-    monkeypatch.delitem(sys.modules, rank_side.C10D_C, raising=False)
+    monkeypatch.delitem(sys.modules, flight_recorder.C10D_C, raising=False)
     monkeypatch.delitem(sys.modules, "torch.distributed", raising=False)
     assert rank_side.install_wrappers()
     yield module

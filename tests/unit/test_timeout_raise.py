@@ -17,7 +17,7 @@ import pytest
 
 from ddptui.cli import UsageError, parse_spec
 from ddptui.core.launch import LaunchSpec, Link, rank_env
-from ddptui.rank import collectives, timeouts
+from ddptui.rank import collectives, flight_recorder, timeouts
 
 LIMIT = 7200.0
 """The raise in these tests, in seconds: above torch's defaults (30 min; NCCL 10 min)."""
@@ -204,7 +204,7 @@ def stand_in_torch(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         package = types.ModuleType(name)
         package.__path__ = []
         monkeypatch.setitem(sys.modules, name, package)
-    for name in (timeouts.C10D, collectives.C10D_C):
+    for name in (timeouts.C10D, flight_recorder.C10D_C):
         monkeypatch.delitem(sys.modules, name, raising=False)
     monkeypatch.setenv(timeouts.PG_TIMEOUT_ENV, str(LIMIT))
     monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, FakeFinder()])

@@ -182,7 +182,7 @@ def save_collectives() -> bool:
     state_dir = os.environ.get(STATE_DIR_ENV)
     if not state_dir or "torch.distributed" not in sys.modules:
         return False
-    from ddptui.rank.collectives import write_fr_trace
+    from ddptui.rank.flight_recorder import write_fr_trace
 
     path = os.path.join(state_dir, f"fr_trace_rank_{debugger.rank_number()}")
     return write_fr_trace(path) is None

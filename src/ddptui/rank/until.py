@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ddptui.rank import collectives, debugger
+from ddptui.rank.call_sites import is_core_library, is_user_code
 from ddptui.rank.hooks import when_imported
 
 EXTRA_OPS = ("monitored_barrier",)
@@ -215,9 +216,9 @@ def user_frame(frame: types.FrameType) -> types.FrameType:
     probe: types.FrameType | None = frame
     while probe is not None:
         path = probe.f_code.co_filename
-        if collectives.is_user_code(path):
+        if is_user_code(path):
             return probe
-        if outside is None and not collectives._is_core_library(path):
+        if outside is None and not is_core_library(path):
             outside = probe
         probe = probe.f_back
     return outside or frame
