@@ -22,6 +22,9 @@ from ddptui.core.targets import EXECUTION_COMMANDS, format_ranks
 if TYPE_CHECKING:
     from ddptui.core.session import Session
 
+_RUNNING, _PAUSED = Phase.RUNNING, Phase.PAUSED
+"""Module globals: asked of every rank a step, and of every read while a step's output comes in."""
+
 
 @dataclass
 class Answer:
@@ -75,7 +78,10 @@ class Lockstep:
         out = self._out
         if index not in out:
             return
-        if self._returned(self._session.ranks[index], self._start[index][1], time.monotonic()):
+        rank = self._session.ranks[index]
+        if rank.state.phase is _RUNNING and rank.state.exit_code is None:
+            return  # its output coming in: not back (the `paused` follows it)
+        if self._returned(rank, self._start[index][1], time.monotonic()):
             out.discard(index)
             if not out and self._all_back is not None:
                 wake(self._all_back)
@@ -93,8 +99,12 @@ class Lockstep:
             ranks = session.live(targets)
             await session.wait_until(lambda: session.all_settled(ranks))
             result = Broadcast(command)
-            ready = [r for r in ranks if r.state.at_prompt]
-            result.skipped = {r.index: r.state.describe() for r in ranks if not r.state.at_prompt}
+            ready: list[Rank] = []
+            for rank in ranks:
+                if rank.state.phase is _PAUSED:
+                    ready.append(rank)
+                else:
+                    result.skipped[rank.index] = rank.state.describe()
             start = {r.index: (r.output.end, r.paused_count) for r in ready}
             self.command = command
             line = command.encode() + b"\r"
@@ -116,17 +126,27 @@ class Lockstep:
                 session.verdicts.after_step()
             return result
 
+    def look(self) -> None:
+        """The watchdog's tick: look again at every rank the broadcast in flight waits for."""
+        if self._all_back is not None:
+            wake(self._all_back)
+
     async def _wait_back(self) -> None:
         """Wait until every rank sent the command is back (see `touch`); look at all of them every
-        `look_every` seconds too: a prompt can become overdue, or a rank stalled, without a sound."""
+        `look_every` seconds too: a prompt can become overdue, or a rank stalled, without a sound.
+        (The watchdog's tick is that look while it ticks: no timer of its own to set and cancel
+        every step.)"""
         loop = asyncio.get_running_loop()
         while self._out:
             back = self._all_back = loop.create_future()
-            timer = loop.call_later(self._look_every, wake, back)
-            try:
+            if self._session.ticking:
                 await back
-            finally:
-                timer.cancel()
+            else:
+                timer = loop.call_later(self._look_every, wake, back)
+                try:
+                    await back
+                finally:
+                    timer.cancel()
             now = time.monotonic()
             ranks = self._session.ranks
             self._out -= {i for i in self._out if self._returned(ranks[i], self._start[i][1], now)}

@@ -28,7 +28,7 @@ class MarkReader:
         """The output in `data` (after what was held) without its marks, and the events they carry.
 
         Each event is what the rank said just before the prompt that follows it: handling the
-        events of a read before its output changes nothing a view or a waiter can tell.
+        events of a read after its output changes nothing a view or a waiter can tell.
         """
         if self._held:
             data, self._held = self._held + data, b""

@@ -206,12 +206,14 @@ class Session:
 
     # -- I/O callbacks ----------------------------------------------------------------------
     def _output(self, rank: Rank, data: bytes) -> None:
-        """Take the events out of a rank's output (see `MarkReader`), then hand on the rest."""
+        """Take the events out of a rank's output (see `MarkReader`), hand on the rest, then the
+        events: a `paused` comes with the prompt it announces, which is then on record when the
+        event is handled (a broadcast sees the rank back at the first look, not the second)."""
         data, events = rank.marks.feed(data)
-        for event in events:
-            self._message(rank, event)
         if data:
             self._received(rank, data)
+        for event in events:
+            self._message(rank, event)
 
     def _ended(self, rank: Rank, status: int) -> None:
         """A rank's process is gone: what its output held back is output after all, then the exit."""
@@ -248,6 +250,11 @@ class Session:
         if self._changed:
             self._notify()
 
+    @property
+    def ticking(self) -> bool:
+        """True while the watchdog ticks: it wakes the session's waiters once a tick."""
+        return self._watchdog.ticking
+
     def _notify(self) -> None:
         """Wake every coroutine waiting for a change."""
         if not self._changed:
@@ -262,7 +269,7 @@ class Session:
         assert self._loop is not None
         waiter = self._loop.create_future()
         self._changed.append(waiter)
-        if self._watchdog.ticking:
+        if self.ticking:
             await waiter
             return
         timer = self._loop.call_later(TICK, wake, waiter)
@@ -312,7 +319,9 @@ class Session:
         return [
             r
             for r in self.ranks
-            if r.state.alive and not wrap.absent(r) and (wanted is None or r.index in wanted)
+            if r.state.exit_code is None
+            and not (r.transport.dials_in and wrap.absent(r))  # the flag first: a call less a rank
+            and (wanted is None or r.index in wanted)
         ]
 
     def all_settled(self, ranks: Iterable[Rank]) -> bool:

@@ -51,15 +51,18 @@ class Watchdog:
                     if self.stalls.due(rank, now):
                         session._spawn_task(self.stalls.mark_waiting(rank))
                 session._notify()
+                session.lockstep.look()
                 await asyncio.sleep(self._tick)
         finally:
             self.ticking = False
+            session.lockstep.look()  # a broadcast waiting on the ticks keeps time on its own now
 
     async def _scan(self) -> None:
         """Sample the process table on a thread (never on the loop); meanwhile the waiters keep
         time with timers of their own, as this scan can outlast a tick."""
         self.ticking = False
         self._session._notify()
+        self._session.lockstep.look()
         try:
             await asyncio.to_thread(self._sample)
         finally:
@@ -77,6 +80,7 @@ class Watchdog:
     async def replace_waiting(self) -> None:
         """Place the waiting ranks again: the ranks just stepped may have released them, and a
         state must not say `in barrier` of a rank that has moved on to wait elsewhere."""
-        waiting = [rank for rank in self._session.ranks if rank.state.phase is Phase.WAITING]
+        ranks = self._session.ranks  # the active ones only: after a step, usually none
+        waiting = [ranks[i] for i in self.active if ranks[i].state.phase is Phase.WAITING]
         if waiting:
             await asyncio.gather(*(self.stalls.mark_waiting(rank) for rank in waiting))
