@@ -38,4 +38,8 @@ def tagged(per_rank: Mapping[int, list[str]], collapsed: bool = True) -> list[st
         groups = collapse(per_rank)
     else:
         groups = [(frozenset({rank}), per_rank[rank]) for rank in sorted(per_rank)]
-    return [f"{tag(ranks)} {line}" for ranks, lines in groups for line in lines]
+    out: list[str] = []
+    for ranks, lines in groups:
+        label = tag(ranks)  # once a group, not once a line
+        out += [f"{label} {line}" for line in lines]
+    return out

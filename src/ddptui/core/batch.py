@@ -19,6 +19,8 @@ from ddptui.core.wrap import absent
 TIMED_OUT = 124
 """Exit status when `--timeout` ended the run (as timeout(1) says it)."""
 LOST_HINT = "the rank printed faster than it was shown; --log-dir keeps every byte"
+READ_KEPT = 256
+"""Answers whose terminal text the transcript keeps (then forgets them all and starts again)."""
 UNSENT_SHOWN = 5
 """pdb commands named in the line that says they were not sent."""
 
@@ -41,6 +43,9 @@ class Transcript:
         self.collapse = collapse
         self._printed: dict[int, int] = {}
         """Output offset printed so far, per rank (-1: a wrapped job's launcher)."""
+        self._read: dict[tuple[bytes, str | None], list[str]] = {}
+        """Terminal text of recent answers, by the output before the prompt and the echo: in
+        lockstep most ranks print the same, and a loop stepped through prints the same again."""
         self.unsent: list[str] = []
         """pdb commands skipped since every rank ended, not said yet (`say_unsent`)."""
 
@@ -48,9 +53,9 @@ class Transcript:
         """Print what every rank printed since the last flush, identical answers once (`[ranks 0-3]`)."""
         self._flush_launcher()
         per_rank: dict[int, list[str]] = {}
-        # Lines per (output before the rank's own prompt, echo): in lockstep most ranks print the
-        # same, so their terminal text is worked out once a step, not once a rank.
-        read: dict[tuple[bytes, str | None], list[str]] = {}
+        read = self._read
+        if len(read) > READ_KEPT:
+            read.clear()
         for rank in self.session.ranks:
             dropped, data = rank.output.since_with_gap(self._printed.get(rank.index, 0))
             self._printed[rank.index] = rank.output.end
@@ -81,6 +86,10 @@ class Transcript:
         self._printed[-1] = start + len(data)
         for line in terminal_lines(data):
             print(f"[launcher] {line}", file=self.out)
+
+    def echo(self, line: str) -> None:
+        """Print the line being run, `(ddptui) n` (one write: a print is two)."""
+        self.out.write(f"(ddptui) {inert(line.strip())}\n")
 
     def note(self, text: str) -> None:
         """Print a line from ddptui itself."""
@@ -176,7 +185,7 @@ async def run_line(session: Session, line: str, transcript: Transcript) -> bool:
         transcript.unsent.append(line.strip())
         return True
     transcript.say_unsent()
-    print(f"(ddptui) {inert(line.strip())}", file=transcript.out)
+    transcript.echo(line)
     if parsed.kind == "ddptui":
         result = await commands.run(session, parsed.text)
         transcript.flush({rank.index: result.sent for rank in session.ranks} if result.sent else None)
@@ -198,7 +207,7 @@ def all_gone(session: Session) -> bool:
     launcher = session.launcher
     if session.spec.listen is not None or (launcher is not None and launcher.alive):
         return False
-    return not session.live(range(len(session.ranks)))
+    return not any(r.state.alive and not absent(r) for r in session.ranks)  # stops at the first live one
 
 
 def report_early_deaths(session: Session) -> None:
