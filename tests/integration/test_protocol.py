@@ -306,6 +306,12 @@ async def test_a_broadcast_clears_a_line_half_typed_in_a_pane_and_says_so(line_e
         assert result.cleared == {}
         prompts = [rank.prompt for rank in session.ranks]
         assert [answer_lines(a.output, prompts[a.rank], "p value") for a in result.replies] == [["0"], ["10"]]
+        mark = rank.output.end
+        session.send_input(0, b"\x1b[A")  # Up: readline recalls `p value` (or the terminal echoes ^[[A)
+        assert await session.wait_until(lambda: rank.output.end > mark, TIMEOUT)
+        result = await session.broadcast("p value + 1")
+        assert result.cleared == {0: ""}  # keys that read as nothing, a line all the same
+        assert [answer_lines(a.output, prompts[a.rank], "p value + 1") for a in result.replies] == [["1"], ["11"]]
 
 
 STOPS = """\

@@ -43,6 +43,7 @@ class PaneKeys:
 
     def send(self, rank: Rank, data: bytes) -> None:
         """Type `data` into the rank's terminal, after asking for readline if its prompt reads plainly."""
+        self._record(rank.index, data)  # held or typed: either is in the line a broadcast would join
         held = self._held.get(rank.index)
         if held is not None:
             held.append(data)
@@ -89,7 +90,6 @@ class PaneKeys:
         and reads plainly again unless asked.)
         """
         enter = b"\r" in data or b"\n" in data
-        self._record(rank.index, data)
         if enter:
             rank.transport.catch_up()  # the `paused` that came before the prompt on screen, first
             self._granted.pop(rank.index, None)
