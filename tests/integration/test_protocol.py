@@ -311,7 +311,8 @@ async def test_a_broadcast_clears_a_line_half_typed_in_a_pane_and_says_so(line_e
         assert await session.wait_until(lambda: rank.output.end > mark, TIMEOUT)
         result = await session.broadcast("p value + 1")
         assert result.cleared == {0: ""}  # keys that read as nothing, a line all the same
-        assert [answer_lines(a.output, prompts[a.rank], "p value + 1") for a in result.replies] == [["1"], ["11"]]
+        answers = [answer_lines(a.output, prompts[a.rank], "p value + 1") for a in result.replies]
+        assert answers == [["1"], ["11"]]
 
 
 STOPS = """\
