@@ -100,11 +100,15 @@ class PaneKeys:
 
     def _record(self, index: int, data: bytes) -> None:
         """Keep what is typed since the line last ended (see `abandon`)."""
-        line = self._typed.get(index, b"") + data
-        end = max(line.rfind(key) for key in _LINE_ENDS)
-        if end >= 0:
-            line = line[end + 1 :]
+        line = line_left(self._typed.get(index, b""), data)
         if line:
             self._typed[index] = line
         else:
             self._typed.pop(index, None)
+
+
+def line_left(typed: bytes, data: bytes) -> bytes:
+    """The keys of a line left unfinished once `data` is typed after `typed` (empty after Enter)."""
+    line = typed + data
+    end = max(line.rfind(key) for key in _LINE_ENDS)
+    return line[end + 1 :] if end >= 0 else line
