@@ -383,6 +383,7 @@ def machine() -> dict[str, Any]:
         "python": platform.python_version(),
         "tmux": version,
         "load_average_start": [round(x, 2) for x in os.getloadavg()],
+        "unbuffered": bool(os.environ.get("PYTHONUNBUFFERED")),  # the ranks inherit it: a write a print
     }
 
 
@@ -418,6 +419,7 @@ def render(lines: list[Line], about: dict[str, Any]) -> str:
         f"\n{about['date']}; {about['usable_cores']} usable cores ({about['online_cores']} online), "
         f"{about['cpu_model']}, {about['memory']} RAM; {about['platform']}; Python {about['python']}; "
         f"{about['tmux']}; load average (1/5/15 min) {load}; {about['wall_s']:.0f} s"
+        + ("; PYTHONUNBUFFERED=1" if about.get("unbuffered") else "")
     )
     return "\n".join(out)
 
