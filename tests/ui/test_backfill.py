@@ -15,6 +15,7 @@ import ddptui.ui
 from ddptui.core.output import OutputLog
 from ddptui.term.backfill import Backfill, window
 from ddptui.term.screen import TermScreen
+from ddptui.ui.pane_turns import TURNS
 from ddptui.ui.rank_pane import RankPane
 
 HISTORY = 3000
@@ -124,12 +125,12 @@ async def test_panes_take_turns_at_backfill_and_leave_it_while_keys_come(
         while not steps:
             assert time.monotonic() < deadline, "no backfill began"
             await pilot.pause(0.01)
-        RankPane.key_pressed()
+        TURNS.key_pressed()
         typed = time.monotonic()
         while any(p.terminal.pending or "[ddptui:" in p.terminal.tail_text(HISTORY) for p in panes):
             assert time.monotonic() < deadline, "the scrollback never came back"
             await pilot.pause(0.02)
     times = [when for when, _ in steps]
     assert len({backfill for _, backfill in steps}) == 2
-    assert min(b - a for a, b in itertools.pairwise(times)) >= RankPane.BACKFILL_SLOT * 0.95
-    assert not [when for when in times if typed < when < typed + RankPane.KEY_QUIET]
+    assert min(b - a for a, b in itertools.pairwise(times)) >= TURNS.BACKFILL_SLOT * 0.95
+    assert not [when for when in times if typed < when < typed + TURNS.KEY_QUIET]

@@ -16,6 +16,7 @@ from textual.binding import BindingType
 from textual.message import Message
 
 import ddptui.ui
+from ddptui.ui.pane_turns import TURNS
 from ddptui.ui.rank_pane import RankPane
 
 TCSS = Path(ddptui.ui.__file__).parent / "rank_pane.tcss"
@@ -222,19 +223,19 @@ async def test_keys_hold_back_flood_repaints_but_not_for_long() -> None:
         chunk = b"".join(b"flood %06d %s\r\n" % (i, b"=" * 30) for i in range(400))
 
         async def repaints(seconds: float, typing: bool) -> int:
-            seen, count, end = RankPane._last_flood_repaint, 0, time.monotonic() + seconds
+            seen, count, end = TURNS.last_flood_repaint, 0, time.monotonic() + seconds
             while time.monotonic() < end:
                 pane.feed(chunk)  # always more than a frame emulates: the pane stays flooding
                 if typing:
-                    RankPane.key_pressed()
+                    TURNS.key_pressed()
                 await pilot.pause(0.02)
-                if RankPane._last_flood_repaint != seen:
-                    seen, count = RankPane._last_flood_repaint, count + 1
+                if TURNS.last_flood_repaint != seen:
+                    seen, count = TURNS.last_flood_repaint, count + 1
             return count
 
         await repaints(0.5, typing=False)
         typing, resting = await repaints(2.0, typing=True), await repaints(2.0, typing=False)
-        assert 1 <= typing <= 2.0 / RankPane.KEY_QUIET_MAX + 1, (typing, resting)
+        assert 1 <= typing <= 2.0 / TURNS.KEY_QUIET_MAX + 1, (typing, resting)
         assert resting >= 8, (typing, resting)
 
 
@@ -274,12 +275,12 @@ async def test_keys_during_a_flood_hold_back_every_pane_scroll_not_only_the_floo
                 calm.feed(b"".join(b"calm line %d\r\n" % (line + i) for i in range(20)))
                 line += 20
                 if typing:
-                    RankPane.key_pressed()
+                    TURNS.key_pressed()
                 await pilot.pause(0.02)
             return whole[0]
 
         await scrolls(0.5, typing=False)
         typing, resting = await scrolls(2.0, typing=True), await scrolls(1.0, typing=False)
-        assert typing <= 2.0 / RankPane.KEY_QUIET_MAX + 1, (typing, resting)
+        assert typing <= 2.0 / TURNS.KEY_QUIET_MAX + 1, (typing, resting)
         assert resting >= 8, (typing, resting)
         await until(pilot, lambda: f"calm line {line - 1}" in rows(calm))

@@ -33,6 +33,7 @@ from ddptui.ui.command_line import CommandLine
 from ddptui.ui.command_log import CommandLog
 from ddptui.ui.keys_footer import KeysFooter
 from ddptui.ui.pane_pages import PAGE_SIZE, PanePages, grid_shape, new_panes
+from ddptui.ui.pane_turns import TURNS
 from ddptui.ui.quit_screen import QuitScreen
 from ddptui.ui.rank_bar import RankBar
 from ddptui.ui.rank_pane import RankPane
@@ -124,7 +125,7 @@ class DdptuiApp(App[int]):
         """Every event; a key from the terminal first holds back the panes' flood repaints, so
         its echo is drawn at once during a log flood."""
         if isinstance(event, events.Key) and not event.is_forwarded:
-            RankPane.key_pressed()
+            TURNS.key_pressed()
         await super().on_event(event)
 
     async def on_mount(self) -> None:

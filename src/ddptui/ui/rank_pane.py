@@ -21,6 +21,7 @@ from ddptui.term.backfill import Backfill, Output
 from ddptui.term.keys import key_to_bytes
 from ddptui.term.screen import Attr, Run, TermScreen
 from ddptui.ui.cell_style import attr_style, reverse_cell
+from ddptui.ui.pane_turns import TURNS
 
 
 class RankPane(Widget, can_focus=True):
@@ -45,29 +46,6 @@ class RankPane(Widget, can_focus=True):
     FRAME_BUDGET: ClassVar[float] = 0.002
     """Seconds of emulation a pane may spend per frame; the rest waits for the next one."""
 
-    FLOOD_REPAINT: ClassVar[float] = 0.1
-    """Seconds between repaints while a backlog is being emulated: a log flood in 8 panes must
-    not repaint 8 full panes 30 times a second (that alone takes more than a core)."""
-
-    FLOOD_SLOT: ClassVar[float] = 0.02
-    """Seconds between two flood repaints of any panes: each redraws a whole pane (every line
-    scrolled), and several in one screen update stall the app (7-8 panes in one took 30-40 ms
-    of CPU in bench/ui_flood.py), so they take turns, about one per screen update."""
-
-    _next_flood_slot: ClassVar[float] = 0.0
-    """When the next flood repaint may happen, for every pane."""
-
-    KEY_QUIET: ClassVar[float] = 0.1
-    """Seconds after a key during a flood in which no pane redraws whole (a flood repaint, or a
-    scroll of a pane that keeps up): the key's screen update then redraws what the key changed,
-    not also whole panes (3-4 ms of CPU each on a loaded 2-core machine, several per update)."""
-
-    KEY_QUIET_MAX: ClassVar[float] = 0.5
-    """Longest keys hold back the panes' flood repaints: they still move while someone types."""
-
-    _last_flood_repaint: ClassVar[float] = 0.0
-    """When a pane last took a flood repaint."""
-
     FLOOD_BACKLOG: ClassVar[int] = 2048
     """Pending bytes above which a pane is flooding (it then emulates only for a repaint)."""
 
@@ -80,20 +58,6 @@ class RankPane(Widget, can_focus=True):
 
     BACKFILL_BUDGET: ClassVar[float] = 0.004
     """Seconds per frame a pane at rest may spend emulating a skipped flood again (`Backfill`)."""
-
-    BACKFILL_QUIET: ClassVar[float] = 0.5
-    """Seconds without output before that starts (or goes on): never while the rank floods."""
-
-    BACKFILL_SLOT: ClassVar[float] = 0.012
-    """Seconds between two backfill steps of any panes: they take turns, so re-emulating eight
-    floods (half a second of CPU each on a slow core) keeps a third of the loop at most, instead
-    of every pane's frame taking its budget back to back (a key then waited 40 ms for them)."""
-
-    _next_backfill_slot: ClassVar[float] = 0.0
-    """When the next backfill step may happen, for every pane."""
-
-    _last_key: ClassVar[float] = 0.0
-    """When a key last came in (no backfill step within `KEY_QUIET` of it)."""
 
     WHEEL_LINES: ClassVar[int] = 3
     """Lines scrolled per mouse-wheel notch."""
@@ -215,7 +179,7 @@ class RankPane(Widget, can_focus=True):
         spread over the interval, each update carries about one pane.
         """
         phase = (self.rank % 8) / 8
-        self._painted = monotonic() - self.FLOOD_REPAINT * phase
+        self._painted = monotonic() - TURNS.FLOOD_REPAINT * phase
         if phase:
             self.set_timer(self.FRAME_INTERVAL * phase, self._start_frames)
         else:
@@ -325,14 +289,6 @@ class RankPane(Widget, can_focus=True):
         """Whether the cursor is drawn: focused, not hidden by the rank, view at the bottom."""
         return self.has_focus and not self._screen.cursor.hidden and not self._screen.scroll_offset
 
-    @classmethod
-    def key_pressed(cls) -> None:
-        """A key came in: hold the panes' flood repaints back for `KEY_QUIET` (see `KEY_QUIET_MAX`)."""
-        now = monotonic()
-        cls._last_key = now
-        if now - cls._last_flood_repaint < cls.KEY_QUIET_MAX:
-            cls._next_flood_slot = max(cls._next_flood_slot, now + cls.KEY_QUIET)
-
     def _frame(self) -> None:
         """Emulate pending output within the frame budget, then redraw the rows that changed.
 
@@ -343,11 +299,10 @@ class RankPane(Widget, can_focus=True):
         screen = self._screen
         flooding = screen.pending > self.FLOOD_BACKLOG
         now = monotonic()
-        due = now - self._painted >= self.FLOOD_REPAINT and now >= RankPane._next_flood_slot
+        due = TURNS.flood_due(now, self._painted)
         shown = self.is_on_screen
         if flooding and due and shown:
-            RankPane._next_flood_slot = now + self.FLOOD_SLOT
-            RankPane._last_flood_repaint = now
+            TURNS.take_flood_turn(now)
         if screen.pending and shown and (due or not flooding or not self._skipping):
             if flooding:
                 self._skipping = screen.skip_ahead(self.SKIP_WORK) > 0
@@ -357,12 +312,12 @@ class RankPane(Widget, can_focus=True):
             self._show_scroll()
         # A pane that keeps up also redraws whole as it scrolls: while keys hold flood repaints
         # back, it waits as well (it would be the key's screen update's cost otherwise).
-        held = not due and now < RankPane._next_flood_slot and self._redraws_whole()
+        held = not due and TURNS.holding(now) and self._redraws_whole()
         if (not flooding or not screen.pending or due) and not held:
             self._painted = now
             self._refresh_dirty()
         owed = self.source is not None and screen.skipped_bytes > self._backfilled
-        if shown and (owed or self._backfill is not None) and self._may_backfill(now):
+        if shown and (owed or self._backfill is not None) and TURNS.backfill_turn(now, self._fed_at):
             self._backfill_step(now)  # the flood is over
         if (
             not screen.pending
@@ -373,16 +328,6 @@ class RankPane(Widget, can_focus=True):
         ):
             self._resting = True  # nothing to do until output comes: an idle pane costs no CPU
             self._frames.pause()
-
-    def _may_backfill(self, now: float) -> bool:
-        """True when this pane may take a backfill step now: its rank has been quiet for a while,
-        no key came in just now, and it is this pane's turn (see `BACKFILL_SLOT`)."""
-        if now - self._fed_at <= self.BACKFILL_QUIET or now - RankPane._last_key < self.KEY_QUIET:
-            return False
-        if now < RankPane._next_backfill_slot:
-            return False
-        RankPane._next_backfill_slot = now + self.BACKFILL_SLOT
-        return True
 
     def _backfill_step(self, now: float) -> None:
         """After a flood was skipped, emulate the core's copy of it again, a little each frame;
