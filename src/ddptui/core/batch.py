@@ -207,7 +207,7 @@ def all_gone(session: Session) -> bool:
     launcher = session.launcher
     if session.spec.listen is not None or (launcher is not None and launcher.alive):
         return False
-    return not any(r.state.alive and not absent(r) for r in session.ranks)  # stops at the first live one
+    return not session.live(range(len(session.ranks)))
 
 
 def report_early_deaths(session: Session) -> None:

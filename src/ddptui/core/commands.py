@@ -201,9 +201,7 @@ async def send(session: Session, line: Line) -> tuple[Broadcast | None, Result]:
     notes = [
         f"{line.text} not sent to rank {i}, not at a prompt ({why})" for i, why in result.skipped.items()
     ]
-    for i, typed in result.cleared.items():  # keys that read as nothing (Up) left readline's line
-        what = repr(typed) if typed else "a line"
-        notes.append(f"rank {i}: cleared {what}, typed in its pane without Enter, to send {line.text}")
+    notes += result.cleared_lines()
     notes += [f"rank {a.rank} {a.state.describe()}" for a in result.replies if a.state.phase is Phase.WAITING]
     watched = watch_result(await watch_tables(session))
     return result, Result((*notes, *watched.lines), tables=watched.tables)

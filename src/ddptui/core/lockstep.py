@@ -46,6 +46,14 @@ class Broadcast:
     cleared: dict[int, str] = field(default_factory=dict)
     """Ranks whose pane held a half-typed line, emptied before the command: what it read."""
 
+    def cleared_lines(self) -> list[str]:
+        """A line for each rank whose half-typed line was emptied to send the command."""
+        return [  # keys that read as nothing (Up) still left readline's recalled line
+            f"rank {i}: cleared {repr(typed) if typed else 'a line'}, typed in its pane without Enter, "
+            f"to send {self.command}"
+            for i, typed in self.cleared.items()
+        ]
+
 
 class Lockstep:
     """The session's broadcasts: one in flight at a time, and which ranks it still waits for."""

@@ -70,8 +70,7 @@ async def until_collective(session: Session, targets: Iterable[int] | None = Non
         return Result(("no target rank is at a prompt it can run on from",), error=True)
     answers = await session.ask(REQUEST, {"do": "arm"}, ready)
     armed = [index for index, answer in answers.items() if isinstance(answer, Reply) and answer.ok]
-    if armed:
-        await session.broadcast("c", armed)
+    cleared = (await session.broadcast("c", armed)).cleared_lines() if armed else []
     stops = await gather(session, indices, frozenset(armed))
     states = {rank.index: rank.state.describe() for rank in session.ranks}
     findings = verdict(stops, states)
@@ -80,7 +79,7 @@ async def until_collective(session: Session, targets: Iterable[int] | None = Non
             why = f"{finding.text}; {RELEASE_HINT}"
             await session.ask(REQUEST, {"do": "hold", "why": why}, sorted(finding.ranks))
     notes = [f"rank {i} not armed: {_why(a)}" for i, a in answers.items() if i not in armed]
-    lines = [finding.text for finding in findings] + table(stops) + notes
+    lines = [finding.text for finding in findings] + table(stops) + cleared + notes
     return Result(tuple(lines), error=any(f.problem for f in findings) or bool(notes))
 
 
