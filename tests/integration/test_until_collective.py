@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import psutil
 from conftest import SCRIPTS
@@ -16,25 +17,26 @@ from ddptui.rank.protocol import Reply
 
 TIMEOUT = 60
 JOB = SCRIPTS / "until_job.py"
+DDP_JOB = SCRIPTS / "until_ddp.py"
 
 
-def line_of(tag: str) -> int:
-    """The line of until_job.py marked `# @tag`."""
-    for number, text in enumerate(JOB.read_text().splitlines(), 1):
+def line_of(tag: str, script: Path = JOB) -> int:
+    """The line of a job script marked `# @tag`."""
+    for number, text in enumerate(script.read_text().splitlines(), 1):
         if text.rstrip().endswith(f"# @{tag}"):
             return number
     raise LookupError(tag)
 
 
-def at(tag: str) -> Frame:
+def at(tag: str, script: Path = JOB) -> Frame:
     """The location of a marked line, as rank states give it."""
-    return Frame(str(JOB), line_of(tag), "<module>")
+    return Frame(str(script), line_of(tag, script), "<module>")
 
 
 @contextlib.asynccontextmanager
-async def job(scenario: str, nproc: int = 2) -> AsyncIterator[Session]:
-    """A session of until_job.py with every rank at its first prompt; all its processes gone after."""
-    session = Session(LaunchSpec(target=str(JOB), args=(scenario,), nproc=nproc, stall_timeout=2))
+async def job(scenario: str, nproc: int = 2, script: Path = JOB) -> AsyncIterator[Session]:
+    """A session of a job script with every rank at its first prompt; all its processes gone after."""
+    session = Session(LaunchSpec(target=str(script), args=(scenario,), nproc=nproc, stall_timeout=2))
     await session.start()
     pids = [rank.transport.pid for rank in session.ranks]
     try:
@@ -134,6 +136,70 @@ async def test_a_rank_inside_a_collective_the_stop_cannot_see_is_waiting_in_it()
         assert session.ranks[0].state.location == at("after")
         assert await session.wait_until(lambda: session.ranks[1].state.at_prompt, TIMEOUT)
         assert session.ranks[1].state.location == at("barrier")  # still armed: it stopped at its next one
+
+
+# -- DDP: the gradients are all-reduced from C++ inside backward() -----------------------------------
+
+
+def ddp_at(tag: str) -> Frame:
+    """A marked line of until_ddp.py."""
+    return at(tag, DDP_JOB)
+
+
+async def grad_sums(session: Session) -> list[str]:
+    """Each rank's sum of its DDP weight's gradient."""
+    sums = await session.ask("eval", {"expr": "float(model.module.weight.grad.sum())"}, range(2))
+    return [r.value["repr"] if isinstance(r, Reply) and r.ok else str(r) for r in sums.values()]
+
+
+async def test_ranks_stop_at_loss_backward_before_ddp_all_reduces_the_gradients() -> None:
+    async with job("train", script=DDP_JOB) as session:
+        result = await until_collective(session)
+        assert not result.error, result.lines
+        seq = result.lines[0].split()[6]  # DDP's construction ran collectives of its own before
+        assert result.lines[0] == f"all 2 ranks about to enter {seq} all_reduce [10] float32", result.lines
+        assert result.lines[2].split() == [
+            "0-1", seq, "all_reduce", "in", "DDP", "backward", "[10]", "float32", str(ddp_at("backward")),
+        ]  # fmt: skip
+        assert locations(session) == [ddp_at("backward")] * 2
+        stopped = session.ranks[0].output.tail(2000)
+        assert b"--Collective: all_reduce [10] float32 in DDP backward--" in stopped
+        stepped = await session.broadcast("n")  # backward, and the all-reduce in it, on both ranks
+        assert locations(session) == [ddp_at("step")] * 2, [a.output for a in stepped.replies]
+        # the inputs differ (rank r holds ones * (r + 1)): equal gradients mean they were averaged
+        assert await grad_sums(session) == ["36.0", "36.0"]
+        logs = await session.ask("collectives", {"last": 1}, range(2))
+        assert [
+            (r.value[-1]["op"], f"#{r.value[-1]['seq']}") for r in logs.values() if isinstance(r, Reply)
+        ] == [("all_reduce", seq)] * 2, "the Flight Recorder numbers DDP's all-reduce as the stop did"
+        await session.broadcast("c")
+        assert await session.wait_until(lambda: not session.live(range(2)), TIMEOUT)
+        assert [rank.state.exit_code for rank in session.ranks] == [0, 0]
+
+
+async def test_a_rank_that_all_reduces_a_metric_before_backward_is_a_mismatch() -> None:
+    async with job("branch", script=DDP_JOB) as session:
+        result = await until_collective(session)
+        assert result.error
+        assert result.lines[0].startswith("mismatch: collective #"), result.lines
+        differ = f"rank 0 [10] float32 ({ddp_at('backward')}), rank 1 [] float32 ({ddp_at('metric')})"
+        assert f"all_reduce differs: {differ}" in result.lines[0]
+        assert [line.split()[2:4] for line in result.lines[2:4]] == [
+            ["all_reduce", "in"],
+            ["all_reduce", "[]"],
+        ]
+        assert locations(session) == [ddp_at("backward"), ddp_at("metric")]
+        assert all(rank.state.at_prompt for rank in session.ranks)
+
+
+async def test_a_backward_under_no_sync_is_no_stop() -> None:
+    async with job("nosync", script=DDP_JOB) as session:
+        result = await until_collective(session)
+        assert not result.error, result.lines
+        assert locations(session) == [ddp_at("backward")] * 2  # not ddp_at("nosync")
+        await session.broadcast("n")
+        # each rank's own gradient from the no_sync backward, plus the averaged one
+        assert await grad_sums(session) == ["72.0", "72.0"]
 
 
 # -- verdicts on given stops (no ranks) ------------------------------------------------------------

@@ -5,9 +5,11 @@ puts thin wrappers around `torch.distributed`'s Python collective functions (or 
 that does so once torch loads); the first call on the main thread disarms, takes the wrappers out
 again and opens a `RankPdb` prompt at the user's calling frame, before the collective runs. A
 lockstep `n` there steps over the collective; `c` runs on. So an unarmed rank runs torch's own
-functions, untouched: ~0 cost. What it cannot see is what `ddptui.rank.collectives` cannot see:
-collectives issued from C++ (DDP's gradient all-reduces) and ops called through references taken
-while no wrapper was in place; a rank blocked in one shows as `waiting`.
+functions, untouched: ~0 cost. DDP all-reduces the gradients from C++ inside `backward()`, so
+`torch.autograd.backward` (what `loss.backward()` calls) is wrapped too: it stops when a DDP
+module's last forward asked for that synchronisation. What it cannot see: other collectives issued
+from C++ and ops called through references taken while no wrapper was in place; a rank blocked in
+one shows as `waiting`.
 
 `{"do": "pending"}` says what the stopped rank is about to enter, and disarms (a rank may have
 stopped elsewhere: a breakpoint); `{"do": "hold", "why": ...}` keeps it from entering that
@@ -27,10 +29,14 @@ from typing import Any
 
 from ddptui.rank import collectives, debugger
 from ddptui.rank.call_sites import is_core_library, is_user_code
+from ddptui.rank.ddp import ddp_modules
 from ddptui.rank.hooks import when_imported
 
 EXTRA_OPS = ("monitored_barrier",)
 """Stopped before too, beyond the ops `ddptui.rank.collectives` records."""
+AUTOGRAD = "torch.autograd"
+DDP_VIA = "DDP backward"
+"""What the user called, for a stop before DDP's gradient all-reduces."""
 
 
 class _Stop:
@@ -45,6 +51,10 @@ class _Stop:
     """True while the main thread runs a wrapped function (collectives inside it are part of it)."""
     originals: dict[str, Callable[..., Any]] = {}
     """Wrapped function name -> the function the wrapper replaced."""
+    backward: Callable[..., Any] | None = None
+    """`torch.autograd.backward` while the wrapper stands in for it."""
+    ddp: list[Any] | None = None
+    """The DDP modules, looked for at the first `backward` of an armed stop (None: not yet)."""
     lock = threading.Lock()
 
 
@@ -70,7 +80,7 @@ def handle(args: dict[str, Any]) -> Any:
 def arm() -> dict[str, Any]:
     """Stop before the next collective the main thread enters; `hooked` is False until torch loads."""
     with _Stop.lock:
-        _Stop.armed = True
+        _Stop.armed, _Stop.ddp = True, None
         hooked = _install()
         if not hooked:
             _hook_import()
@@ -82,6 +92,7 @@ def disarm() -> None:
     with _Stop.lock:
         _Stop.armed = False
         _uninstall()
+        _Stop.ddp = None
 
 
 def pending() -> dict[str, Any] | None:
@@ -124,7 +135,9 @@ def _install() -> bool:
 
 
 def _wrap_module(c10d: Any) -> None:
-    """Put a stopping wrapper around every collective function of `c10d` not wrapped yet."""
+    """Put a stopping wrapper around every collective function of `c10d` not wrapped yet, and
+    around `torch.autograd.backward`."""
+    _wrap_backward()
     package = sys.modules.get("torch.distributed")
     for name in (*collectives.OPS, *EXTRA_OPS):
         original = getattr(c10d, name, None)
@@ -139,6 +152,10 @@ def _wrap_module(c10d: Any) -> None:
 
 def _uninstall() -> None:
     """Put back the functions the wrappers replaced, where a wrapper still stands."""
+    autograd = sys.modules.get(AUTOGRAD)
+    if _Stop.backward is not None and getattr(getattr(autograd, "backward", None), "__ddptui_until__", False):
+        autograd.backward = _Stop.backward  # type: ignore[union-attr]
+    _Stop.backward = None
     for namespace in (sys.modules.get(collectives.C10D), sys.modules.get("torch.distributed")):
         for name, original in _Stop.originals.items():
             current = getattr(namespace, name, None)
@@ -157,7 +174,8 @@ def _wrapper(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         if threading.get_ident() != main:
             return original(*args, **kwargs)
         if _Stop.armed and not _Stop.inside:
-            _stop(name, dict(zip(params, args, strict=False), **kwargs), sys._getframe(1))
+            call, caller = dict(zip(params, args, strict=False), **kwargs), sys._getframe(1)
+            _stop(name, caller, lambda frame: about_to(name, call, frame, caller))
         outer, _Stop.inside = _Stop.inside, True  # `send` runs `isend`: one user call, one stop
         try:
             return original(*args, **kwargs)
@@ -166,6 +184,44 @@ def _wrapper(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
 
     until_wrapper.__ddptui_until__ = True  # type: ignore[attr-defined]
     return until_wrapper
+
+
+def _wrap_backward() -> None:
+    """Stop in `torch.autograd.backward` (`loss.backward()`) before DDP all-reduces gradients in it."""
+    autograd = sys.modules.get(AUTOGRAD)
+    original = getattr(autograd, "backward", None)
+    if original is None or _Stop.backward is not None:
+        return
+    main = threading.main_thread().ident
+
+    @functools.wraps(original)
+    def until_backward(*args: Any, **kwargs: Any) -> Any:
+        if threading.get_ident() == main and _Stop.armed and not _Stop.inside:
+            modules = _syncing_ddp()
+            if modules:
+                _stop("all_reduce", sys._getframe(1), lambda frame: ddp_backward(modules, frame))
+        return original(*args, **kwargs)
+
+    until_backward.__ddptui_until__ = True  # type: ignore[attr-defined]
+    _Stop.backward = original
+    autograd.backward = until_backward  # type: ignore[union-attr]
+
+
+def _syncing_ddp() -> list[Any]:
+    """The DDP modules whose last forward asked for their gradients to be all-reduced in backward.
+
+    (Outside `no_sync()`, with grad enabled: DDP's own flags. Looked for once an armed stop:
+    the garbage collector's objects are many.)
+    """
+    if "torch.nn.parallel.distributed" not in sys.modules:
+        return []
+    if _Stop.ddp is None:
+        _Stop.ddp = ddp_modules()
+    return [
+        m
+        for m in _Stop.ddp
+        if getattr(m, "require_backward_grad_sync", False) and getattr(m, "require_forward_param_sync", False)
+    ]
 
 
 def _hook_import() -> None:
@@ -183,8 +239,9 @@ def _wrap_if_armed(module: Any) -> None:
 # -- the stop --------------------------------------------------------------------------------------
 
 
-def _stop(op: str, args: dict[str, Any], caller: types.FrameType) -> None:
-    """Disarm, then hold the main thread at a prompt in the user's frame until it may go on."""
+def _stop(op: str, caller: types.FrameType, describe: Callable[[types.FrameType], dict[str, Any]]) -> None:
+    """Disarm, then hold the main thread at a prompt in the user's frame until it may go on;
+    `describe(frame)` says what it stopped before (an `about_to` record)."""
     with _Stop.lock:
         if not _Stop.armed:
             return
@@ -192,11 +249,12 @@ def _stop(op: str, args: dict[str, Any], caller: types.FrameType) -> None:
         _uninstall()
     frame = user_frame(caller)
     try:
-        _Stop.pending = about_to(op, args, frame, caller)
+        _Stop.pending = describe(frame)
     except Exception as exc:  # describing the call must never keep the rank from stopping
         _Stop.pending = {"op": op, "pg": "?", "p2p": False, "error": f"{type(exc).__name__}: {exc}"}
+    via = f" in {_Stop.pending['via']}" if _Stop.pending.get("via") else ""
     try:
-        prompt(frame, f"--Collective: {_what(_Stop.pending)}--")
+        prompt(frame, f"--Collective: {_what(_Stop.pending)}{via}--")
         while _Stop.held:
             prompt(frame, f"ddptui: held before {op}, {_Stop.held}")
     finally:
@@ -262,6 +320,41 @@ def about_to(
         ),
         "site": [code.co_filename, frame.f_lineno or 0, code.co_name],
         "via": _entry(frame, caller, op),
+        "source": "until",
+    }
+
+
+def ddp_backward(modules: list[Any], frame: types.FrameType) -> dict[str, Any]:
+    """DDP's gradient all-reduces about to run in `backward()`, as one `about_to` record: the
+    group of the first module, and the elements of the gradients it reduces per dtype (in as
+    many buckets as DDP made)."""
+    group = getattr(modules[0], "process_group", None)
+    pg, desc = collectives._group_name(group)
+    sizes: dict[str, int] = {}
+    for module in modules:
+        if getattr(module, "process_group", None) is not group:
+            continue
+        params = getattr(module, "_module_parameters", None) or list(module.module.parameters())
+        for param in params:
+            if param.requires_grad:
+                dtype = collectives._dtype_name(param.dtype)
+                sizes[dtype] = sizes.get(dtype, 0) + param.numel()
+    code = frame.f_code
+    return {
+        "op": "all_reduce",
+        "raw_op": "all_reduce",
+        "pg": pg,
+        "pg_desc": desc,
+        "members": _members(group),
+        "shapes": [[size] for size in sizes.values()],
+        "dtypes": list(sizes),
+        "out_shapes": [],
+        "out_dtypes": [],
+        "state": "next",
+        "p2p": False,
+        "peer": None,
+        "site": [code.co_filename, frame.f_lineno or 0, code.co_name],
+        "via": DDP_VIA,
         "source": "until",
     }
 
