@@ -97,6 +97,26 @@ async def test_f10_after_keys_typed_in_a_pane_steps_that_rank_too(app: DdptuiApp
         assert "NameError" not in screen_text(app, 1) and "SyntaxError" not in screen_text(app, 1)
 
 
+async def test_f7_stops_a_ddp_job_at_loss_backward_and_says_so() -> None:
+    """DDP all-reduces the gradients from C++ inside backward(): F7 stops every rank there."""
+    app = DdptuiApp(Session(LaunchSpec(target=str(SCRIPTS / "until_ddp.py"), args=("train",), nproc=2)))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: all_paused(app), 90)
+        await pilot.press("f7")
+        await until(
+            pilot, lambda: "all 2 ranks about to enter" in "\n".join(app.command_log.lines_text()), 60
+        )
+        log = "\n".join(app.command_log.lines_text())
+        assert "all_reduce in DDP backward  [10]" in log, log
+        banner = "--Collective: all_reduce [10] float32 in DDP backward--"
+        stopped = (banner, "-> loss.backward()", "(Pdb r")  # the pane drew up to the prompt
+        await until(pilot, lambda: all(all(t in screen_text(app, r) for t in stopped) for r in (0, 1)))
+        pids = [r.transport.pid for r in app.session.ranks]
+    assert not [
+        p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+    ]
+
+
 async def test_broadcast_answers_in_every_pane(app: DdptuiApp) -> None:
     async with app.run_test(size=(160, 40)) as pilot:
         await until(pilot, lambda: all_paused(app))
