@@ -18,8 +18,14 @@ DDP_TYPES = ("DistributedDataParallel",)
 
 
 def ddp_modules() -> list[Any]:
-    """Every live DDP wrapper in this process, oldest first."""
-    return [obj for obj in gc.get_objects() if type(obj).__name__ in DDP_TYPES and hasattr(obj, "module")]
+    """Every live DDP wrapper in this process, oldest first.
+
+    The types are picked first (a pass in C): a torch process holds some 10^5 objects, and
+    asking each its type's name took four times as long.
+    """
+    objects = gc.get_objects()
+    wanted = {kind for kind in set(map(type, objects)) if kind.__name__ in DDP_TYPES}
+    return [obj for obj in objects if type(obj) in wanted and hasattr(obj, "module")] if wanted else []
 
 
 def _entry(name: str, tensor: Any) -> dict[str, Any]:
