@@ -23,10 +23,7 @@ from typing import Any
 
 from ddptui.rank.call_sites import is_core_library, is_user_code
 from ddptui.rank.flight_recorder import flight_recorder_on, from_flight_recorder, tail
-from ddptui.rank.hooks import when_imported
-
-C10D = "torch.distributed.distributed_c10d"
-"""The module defining the Python collective functions; imported by `import torch`."""
+from ddptui.rank.hooks import C10D, when_imported
 
 RING = 2000
 """Records the wrappers keep, like the Flight Recorder's default ring."""

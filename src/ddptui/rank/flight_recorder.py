@@ -16,9 +16,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ddptui.rank.call_sites import is_core_library, is_user_code
+from ddptui.rank.hooks import C10D
 
-C10D = "torch.distributed.distributed_c10d"
-"""The module holding torch.distributed's process groups (`_world`); imported by `import torch`."""
 C10D_C = "torch._C._distributed_c10d"
 """The C++ bindings, with the Flight Recorder's dump functions."""
 

@@ -12,6 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 Patch = Callable[[Any], object]
+C10D = "torch.distributed.distributed_c10d"
+"""torch.distributed's Python side (process groups, collective functions, default timeouts);
+imported by `import torch`."""
 
 
 def when_imported(name: str, patch: Patch) -> None:

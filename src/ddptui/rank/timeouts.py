@@ -26,10 +26,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ddptui.rank.hooks import when_imported
-
-C10D = "torch.distributed.distributed_c10d"
-"""The module that makes process groups and holds torch's default timeouts."""
+from ddptui.rank.hooks import C10D, when_imported
 
 PG_TIMEOUT_ENV = "DDPTUI_PG_TIMEOUT"
 """Environment variable holding the timeout, in seconds, every process group gets at least."""

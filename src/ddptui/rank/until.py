@@ -30,7 +30,7 @@ from typing import Any
 from ddptui.rank import collectives, debugger
 from ddptui.rank.call_sites import is_core_library, is_user_code
 from ddptui.rank.ddp import ddp_modules
-from ddptui.rank.hooks import when_imported
+from ddptui.rank.hooks import C10D, when_imported
 
 EXTRA_OPS = ("monitored_barrier",)
 """Stopped before too, beyond the ops `ddptui.rank.collectives` records."""
@@ -127,7 +127,7 @@ def next_seq(pg: str, p2p: bool) -> int:
 
 def _install() -> bool:
     """Wrap the collective functions of `distributed_c10d` and `torch.distributed`; False without them."""
-    c10d = sys.modules.get(collectives.C10D)
+    c10d = sys.modules.get(C10D)
     if c10d is None:
         return False
     _wrap_module(c10d)
@@ -156,7 +156,7 @@ def _uninstall() -> None:
     if _Stop.backward is not None and getattr(getattr(autograd, "backward", None), "__ddptui_until__", False):
         autograd.backward = _Stop.backward  # type: ignore[union-attr]
     _Stop.backward = None
-    for namespace in (sys.modules.get(collectives.C10D), sys.modules.get("torch.distributed")):
+    for namespace in (sys.modules.get(C10D), sys.modules.get("torch.distributed")):
         for name, original in _Stop.originals.items():
             current = getattr(namespace, name, None)
             if namespace is not None and getattr(current, "__ddptui_until__", False):
@@ -210,7 +210,7 @@ def _wrap_backward() -> None:
 def _syncing_ddp() -> list[Any]:
     """The DDP modules whose last forward asked for their gradients to be all-reduced in backward.
 
-    (Outside `no_sync()`, with grad enabled: DDP's own flags. Looked for once an armed stop:
+    (Outside `no_sync()`, with grad enabled: DDP's own flags. Looked for once per armed stop:
     the garbage collector's objects are many.)
     """
     if "torch.nn.parallel.distributed" not in sys.modules:
@@ -226,7 +226,7 @@ def _syncing_ddp() -> list[Any]:
 
 def _hook_import() -> None:
     """Wrap the collectives as torch.distributed loads (if a stop is still armed then)."""
-    when_imported(collectives.C10D, _wrap_if_armed)
+    when_imported(C10D, _wrap_if_armed)
 
 
 def _wrap_if_armed(module: Any) -> None:
@@ -300,28 +300,11 @@ def about_to(
     param = collectives.OPS.get(op)
     tensors = args.get(param) if param else None
     inputs = [] if tensors is None else list(tensors) if isinstance(tensors, list | tuple) else [tensors]
-    group = args.get("group")
-    pg, desc = collectives._group_name(group)
-    code = frame.f_code
-    return {
-        "op": op,
-        "raw_op": op,
-        "pg": pg,
-        "pg_desc": desc,
-        "members": _members(group),
-        "shapes": [list(t.shape) for t in inputs],
-        "dtypes": [collectives._dtype_name(t.dtype) for t in inputs],
-        "out_shapes": [],
-        "out_dtypes": [],
-        "state": "next",
-        "p2p": op in collectives.P2P_OPS,
-        "peer": next(
-            (args[k] for k in ("dst", "src", "group_dst", "group_src") if args.get(k) is not None), None
-        ),
-        "site": [code.co_filename, frame.f_lineno or 0, code.co_name],
-        "via": _entry(frame, caller, op),
-        "source": "until",
-    }
+    peer = next((args[k] for k in ("dst", "src", "group_dst", "group_src") if args.get(k) is not None), None)
+    shapes = [list(t.shape) for t in inputs]
+    dtypes = [collectives._dtype_name(t.dtype) for t in inputs]
+    record = _record(op, args.get("group"), shapes, dtypes, frame, _entry(frame, caller, op))
+    return dict(record, p2p=op in collectives.P2P_OPS, peer=peer)
 
 
 def ddp_backward(modules: list[Any], frame: types.FrameType) -> dict[str, Any]:
@@ -329,7 +312,6 @@ def ddp_backward(modules: list[Any], frame: types.FrameType) -> dict[str, Any]:
     group of the first module, and the elements of the gradients it reduces per dtype (in as
     many buckets as DDP made)."""
     group = getattr(modules[0], "process_group", None)
-    pg, desc = collectives._group_name(group)
     sizes: dict[str, int] = {}
     for module in modules:
         if getattr(module, "process_group", None) is not group:
@@ -339,22 +321,30 @@ def ddp_backward(modules: list[Any], frame: types.FrameType) -> dict[str, Any]:
             if param.requires_grad:
                 dtype = collectives._dtype_name(param.dtype)
                 sizes[dtype] = sizes.get(dtype, 0) + param.numel()
+    return _record("all_reduce", group, [[size] for size in sizes.values()], list(sizes), frame, DDP_VIA)
+
+
+def _record(
+    op: str, group: Any, shapes: list[list[int]], dtypes: list[str], frame: types.FrameType, via: str
+) -> dict[str, Any]:
+    """A collective about to be entered at `frame` (`via`: what the user called, if not `op`)."""
+    pg, desc = collectives._group_name(group)
     code = frame.f_code
     return {
-        "op": "all_reduce",
-        "raw_op": "all_reduce",
+        "op": op,
+        "raw_op": op,
         "pg": pg,
         "pg_desc": desc,
         "members": _members(group),
-        "shapes": [[size] for size in sizes.values()],
-        "dtypes": list(sizes),
+        "shapes": shapes,
+        "dtypes": dtypes,
         "out_shapes": [],
         "out_dtypes": [],
         "state": "next",
         "p2p": False,
         "peer": None,
         "site": [code.co_filename, frame.f_lineno or 0, code.co_name],
-        "via": DDP_VIA,
+        "via": via,
         "source": "until",
     }
 
@@ -377,7 +367,7 @@ def _entry(frame: types.FrameType, caller: types.FrameType, op: str) -> str:
 
 def _members(group: Any) -> list[int] | None:
     """The global ranks of a process group (the default group for None); None when unknown."""
-    c10d = sys.modules.get(collectives.C10D)
+    c10d = sys.modules.get(C10D)
     try:
         if group is None:
             group = c10d._get_default_group()  # type: ignore[union-attr]

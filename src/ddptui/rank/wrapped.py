@@ -25,7 +25,7 @@ import types
 from typing import Any
 
 from ddptui.rank import collectives, debugger, fatal, requests, spawns, timeouts
-from ddptui.rank.hooks import when_imported
+from ddptui.rank.hooks import C10D, when_imported
 from ddptui.rank.link import link
 from ddptui.rank.protocol import RANK_ENV, SOCKET_ENV, STATE_DIR_ENV, Exited, Identity
 from ddptui.rank.relay import Relay
@@ -34,7 +34,6 @@ OWNER_ENV = "DDPTUI_RANK_PID"
 """Environment variable: the pid of the rank a process descends from (it is not a rank itself)."""
 BREAKPOINT_HOOK = "ddptui.rank.wrapped.breakpointhook"
 """What ddptui sets PYTHONBREAKPOINT to in a wrapped job, unless the user set it."""
-C10D = "torch.distributed.distributed_c10d"
 ON_DISCONNECT_ENV = "DDPTUI_ON_DISCONNECT"
 """Environment variable: `exit` makes a rank exit when ddptui hangs up; else it runs on undebugged."""
 DISCONNECT_EXIT = 1
