@@ -1,10 +1,9 @@
 """ddptui's demo: a 4-rank DistributedDataParallel job on the CPU (gloo) that stops at a breakpoint.
 
-Try, in broadcast mode: `n` (or F10) a few times — every rank steps over the forward pass and
-`loss.backward()`, where DDP all-reduces the gradients — then `p loss` to see each rank's own
-value side by side, `p model.module[0].weight.grad.norm()` to see they agree after the all-reduce,
-and `c` (F5) to let training finish. F7 runs every rank to its next collective: here the next
-`loss.backward()`, with a table of what each rank is about to all-reduce.
+Try, in broadcast mode: `n` (F10) a few times, over `loss.backward()` where DDP all-reduces the
+gradients (F7 runs every rank there and says what each will all-reduce); then `p loss`: each rank's
+own value side by side; `p model.module[0].weight.grad.norm()`: they agree after the all-reduce;
+`c` (F5) lets training finish.
 """
 
 import os
