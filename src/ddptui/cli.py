@@ -301,13 +301,18 @@ async def run_batch(spec: LaunchSpec, options: argparse.Namespace) -> int:
 
 
 async def guarded(main: asyncio.Future[int] | asyncio.Task[int]) -> int:
-    """Await the main task; SIGINT/SIGTERM/SIGHUP cancel it so teardown still runs."""
+    """Await the main task; SIGINT/SIGTERM/SIGHUP cancel it so teardown still runs.
+
+    Only the first signal cancels: `timeout` signals ddptui and then its process group, and a
+    second cancel would cut the teardown short (teardown is bounded anyway).
+    """
     loop = asyncio.get_running_loop()
     caught: list[int] = []
 
     def stop(sig: int) -> None:
         caught.append(sig)
-        main.cancel()
+        if len(caught) == 1:
+            main.cancel()
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, stop, sig)

@@ -85,6 +85,21 @@ def test_signal_ends_ranks_in_pdb_and_their_children(ddptui: Runner, sig: signal
         assert "rank 1: paused at tests/scripts/children.py:20 (ended by ddptui)" in out
 
 
+def test_a_second_signal_during_teardown_does_not_cut_it_short(ddptui: Runner) -> None:
+    """`timeout` signals ddptui and then its process group: the second SIGTERM came while the
+    first one's teardown waited for ranks to end, and cancelled it (no summary was printed)."""
+    started = Started(ddptui, str(SCRIPTS / "slow_to_end.py"), ready_lines=4)
+    proc = started.proc
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(0.2)  # into the teardown: the ranks ignore SIGTERM, so it waits out its grace
+    proc.send_signal(signal.SIGTERM)
+    assert_all_gone(ddptui, proc)
+    assert proc.returncode == 128 + signal.SIGTERM
+    out = started.output()
+    assert proc.stderr is not None and "Traceback" not in proc.stderr.read()
+    assert "rank 1: paused at tests/scripts/slow_to_end.py:8 (ended by ddptui)" in out, out
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_signal_ends_ranks_blocked_in_a_collective(ddptui: Runner, sig: signal.Signals) -> None:
     proc = Started(ddptui, str(EXAMPLES / "rank0_set_trace.py"), ready_lines=2).proc
