@@ -289,13 +289,14 @@ def check_script(path: str) -> None:
 
 async def run_batch(spec: LaunchSpec, options: argparse.Namespace) -> int:
     """Start the job and replay a batch file against it (for at most `--timeout` seconds)."""
-    lines = batch_input.lines(options.batch)
     if spec.starts_ranks:  # only ddptui types into their terminals
         spec = replace(spec, line_editing=False)
     session = Session(spec)
     try:
         await session.start()
-        return await batch.run(session, lines, timeout=options.timeout, collapse=not options.no_collapse)
+        return await batch.run(
+            session, options.batch, timeout=options.timeout, collapse=not options.no_collapse
+        )
     finally:
         await session.close()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import select
 import time
 from pathlib import Path
 
@@ -331,3 +333,33 @@ def test_a_pdb_command_with_a_control_character_is_refused(ddptui: Runner) -> No
     assert notes == [f"ddptui: not sent: it holds the control character '\\x{c}'" for c in ("1a", "04", "15")]
     assert "[rank 0] 6\n" in result.stdout, result.stdout
     assert summary(result.stdout) == {0: "exited 0"}
+
+
+def test_a_program_on_a_pipe_gets_each_answer_before_it_sends_the_next_line(ddptui: Runner) -> None:
+    """A step's answer is printed while the next command runs, unless no next line is there yet:
+    a program driving `--batch -` waits for an answer before it writes the next command."""
+    proc = ddptui.popen("--nproc-per-node", "2", "--batch", "-", str(SCRIPTS / "steps.py"))
+    assert proc.stdin is not None and proc.stdout is not None
+    out = proc.stdout.fileno()
+    seen = b""
+
+    def read_until(text: bytes) -> None:
+        nonlocal seen
+        deadline = time.monotonic() + 60
+        while text not in seen:
+            left = deadline - time.monotonic()
+            assert left > 0 and select.select([out], [], [], left)[0], seen.decode(errors="replace")
+            chunk = os.read(out, 65536)
+            assert chunk, seen.decode(errors="replace")
+            seen += chunk
+
+    try:
+        read_until(b"-> value += 1")
+        for command, answer in (("n", b"-> value += 2"), ("p 2 * 100", b"[ranks 0-1] 200")):
+            proc.stdin.write(command + "\n")
+            proc.stdin.flush()
+            read_until(answer)  # before the next line is written
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 1  # input ended with the ranks still paused
+    finally:
+        proc.kill()

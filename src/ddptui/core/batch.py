@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TextIO
 
-from ddptui.core import commands
+from ddptui.core import batch_input, commands
 from ddptui.core.answers import answer_lines, tagged
 from ddptui.core.batch_input import BatchInputError
 from ddptui.core.session import Session
@@ -34,7 +35,9 @@ class Transcript:
     """Prints each rank's new terminal lines, tagged `[rank N] `, without echoes and prompts.
 
     Ranks that printed the same lines are printed once, tagged `[ranks 0-3] `, unless `collapse`
-    is False (`--no-collapse`).
+    is False (`--no-collapse`). A step's answers (`after_step`) and the next line's echo are
+    printed while the next command runs on the ranks (`catch_up`, the lockstep's `while_running`):
+    the transcript is off a step's critical path, in the same order.
     """
 
     def __init__(self, session: Session, out: TextIO, collapse: bool = True) -> None:
@@ -46,20 +49,51 @@ class Transcript:
         self._read: dict[tuple[bytes, str | None], list[str]] = {}
         """Terminal text of recent answers, by the output before the prompt and the echo: in
         lockstep most ranks print the same, and a loop stepped through prints the same again."""
+        self._later: list[Callable[[], object]] = []
+        """Printing put off until the next `catch_up`, in order."""
         self.unsent: list[str] = []
         """pdb commands skipped since every rank ended, not said yet (`say_unsent`)."""
 
+    def catch_up(self) -> None:
+        """Print what was put off (a step's answers and notes, an echo)."""
+        if not self._later:
+            return
+        later, self._later = self._later, []
+        for action in later:
+            action()
+        self.out.flush()
+
+    def after_step(self, echo: dict[int, str], notes: Iterable[str]) -> None:
+        """Print the ranks' answers to a step as they are now, then `notes`, at the next `catch_up`."""
+        ends = {rank.index: rank.output.end for rank in self.session.ranks}
+        launcher = self.session.launcher
+        if launcher is not None:
+            ends[-1] = launcher.output.end
+        self._later.append(functools.partial(self._print_since, echo, ends))
+        self._later += [functools.partial(self._note_now, text) for text in notes]
+
     def flush(self, echo: dict[int, str] | None = None) -> None:
         """Print what every rank printed since the last flush, identical answers once (`[ranks 0-3]`)."""
-        self._flush_launcher()
+        self.catch_up()
+        self._print_since(echo)
+        self.out.flush()
+
+    def _print_since(self, echo: dict[int, str] | None, ends: dict[int, int] | None = None) -> None:
+        """Print the ranks' output since the last print, up to `ends` (default: all of it)."""
+        self._flush_launcher(None if ends is None else ends.get(-1))
         per_rank: dict[int, list[str]] = {}
         read = self._read
         if len(read) > READ_KEPT:
             read.clear()
         for rank in self.session.ranks:
-            dropped, data = rank.output.since_with_gap(self._printed.get(rank.index, 0))
-            self._printed[rank.index] = rank.output.end
-            command = (echo or {}).get(rank.index)
+            index = rank.index
+            start = self._printed.get(index, 0)
+            dropped, data = rank.output.since_with_gap(start)
+            end = rank.output.end if ends is None else ends.get(index, start)
+            if end < rank.output.end:
+                data = data[: max(end - max(start, rank.output.start), 0)]
+            self._printed[index] = end
+            command = (echo or {}).get(index)
             if data.endswith(rank.prompt):
                 data = data[: -len(rank.prompt)]
             key = (data, command)
@@ -68,19 +102,20 @@ class Transcript:
                 lines = read[key] = answer_lines(data, rank.prompt, command)
             if dropped:
                 lines = [f"... {_size(dropped)} not shown ({LOST_HINT})", *lines]
-            per_rank[rank.index] = lines
+            per_rank[index] = lines
         lines = tagged(per_rank, self.collapse)
         if lines:  # one write a step (with PYTHONUNBUFFERED, a print is a system call)
             self.out.write("".join(f"{line}\n" for line in lines))
-        self.out.flush()
 
-    def _flush_launcher(self) -> None:
-        """A wrapped job's launcher's complete lines since the last flush, as `[launcher] ...`."""
+    def _flush_launcher(self, end: int | None) -> None:
+        """A wrapped job's launcher's complete lines since the last print (up to `end`): `[launcher] ...`."""
         launcher = self.session.launcher
         if launcher is None:
             return
         start = max(self._printed.get(-1, 0), launcher.output.start)
         data = launcher.output.since(start)
+        if end is not None:
+            data = data[: max(end - start, 0)]
         if launcher.alive:
             data = data[: data.rfind(b"\n") + 1]  # a partial line waits for its end
         self._printed[-1] = start + len(data)
@@ -88,12 +123,18 @@ class Transcript:
             print(f"[launcher] {line}", file=self.out)
 
     def echo(self, line: str) -> None:
-        """Print the line being run, `(ddptui) n` (one write: a print is two)."""
-        self.out.write(f"(ddptui) {inert(line.strip())}\n")
+        """Print the line being run, `(ddptui) n` (one write: a print is two), at the next `catch_up`."""
+        self._later.append(functools.partial(self.out.write, f"(ddptui) {inert(line.strip())}\n"))
 
     def note(self, text: str) -> None:
-        """Print a line from ddptui itself."""
-        print(f"ddptui: {inert(text)}", file=self.out, flush=True)
+        """Print a line from ddptui itself (after what was put off)."""
+        self.catch_up()
+        self._note_now(text)
+        self.out.flush()
+
+    def _note_now(self, text: str) -> None:
+        """Print a line from ddptui itself now."""
+        print(f"ddptui: {inert(text)}", file=self.out)
 
     def say_unsent(self) -> None:
         """One line for the pdb commands skipped in a row because every rank had ended."""
@@ -118,12 +159,13 @@ def exit_status(states: list[RankState]) -> int:
 
 async def run(
     session: Session,
-    lines: AsyncIterator[str],
+    source: str,
     out: TextIO = sys.stdout,
     timeout: float | None = None,
     collapse: bool = True,
 ) -> int:
-    """Run a batch script against a started session; returns the exit status.
+    """Run the batch script `source` (a file, `-` for stdin) against a started session; returns
+    the exit status.
 
     However it ends (end of input, `:quit`, `timeout` seconds passing, a signal cancelling it),
     the ranks are ended and each rank's last state is printed.
@@ -132,6 +174,9 @@ async def run(
     for notice in session.notices:
         transcript.note(notice)
     session.on_notice.append(transcript.note)
+    session.lockstep.while_running = transcript.catch_up
+    # a program on a pipe may wait for an answer before it writes the next line
+    lines = batch_input.lines(source, on_wait=transcript.catch_up)
     timed_out = False
     try:
         async with asyncio.timeout(timeout):
@@ -194,10 +239,11 @@ async def run_line(session: Session, line: str, transcript: Transcript) -> bool:
         return not result.quit
     await session.wait_settled(range(len(session.ranks)))
     sent, said = await commands.send(session, parsed)
-    if sent is not None:
-        transcript.flush({reply.rank: sent.command for reply in sent.replies})
-    for text in said.lines:
-        transcript.note(text)
+    if sent is None:
+        for text in said.lines:
+            transcript.note(text)
+    else:  # printed while the next command runs
+        transcript.after_step({reply.rank: sent.command for reply in sent.replies}, said.lines)
     return True
 
 

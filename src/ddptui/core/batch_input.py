@@ -84,8 +84,9 @@ def _reason(source: str, exc: OSError) -> str:
     return f"cannot read {what}: {exc.strerror or exc}"
 
 
-async def lines(source: str) -> AsyncIterator[str]:
-    """The lines of `source` (`-` = standard input), without their `\\n` or `\\r\\n`.
+async def lines(source: str, on_wait: Callable[[], object] | None = None) -> AsyncIterator[str]:
+    """The lines of `source` (`-` = standard input), without their `\\n` or `\\r\\n`;
+    `on_wait()` is called whenever no line is ready (what was put off for the next line is due).
 
     Read on a daemon thread, opened there too: opening a FIFO waits for a writer and reading
     waits for a line, and neither may hold up the asyncio loop or the process's exit.
@@ -111,7 +112,11 @@ async def lines(source: str) -> AsyncIterator[str]:
         return True
 
     threading.Thread(target=_read, args=(source, put), daemon=True, name="ddptui-batch").start()
-    while (item := await queue.get()) is not None:
+    while True:
+        if on_wait is not None and queue.empty():
+            on_wait()
+        if (item := await queue.get()) is None:
+            break
         room.release()
         if isinstance(item, BaseException):
             raise item

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -74,6 +74,9 @@ class Lockstep:
         self._all_back: asyncio.Future[None] | None = None
         """Resolved by `touch` once the last rank is back: the broadcast wakes once a step, not
         once for every pass of the loop that brought a rank's output."""
+        self.while_running: Callable[[], None] | None = None
+        """Called once a broadcast's command is on its way to the ranks: a front end's work that
+        can be done while they run (`--batch` prints the last step's answers then)."""
 
     @property
     def outstanding(self) -> frozenset[int]:
@@ -125,6 +128,8 @@ class Lockstep:
                 rank.resumed()
             self._start, self._out = start, set(start)  # running now: none is back yet
             try:
+                if self.while_running is not None:
+                    self.while_running()
                 await self._wait_back()
             finally:
                 self._out, self._all_back, self.command = set(), None, ""
