@@ -80,7 +80,7 @@ class Transcript:
 
     def _print_since(self, echo: dict[int, str] | None, ends: dict[int, int] | None = None) -> None:
         """Print the ranks' output since the last print, up to `ends` (default: all of it)."""
-        self._flush_launcher(None if ends is None else ends.get(-1))
+        self._print_launcher(None if ends is None else ends.get(-1))
         per_rank: dict[int, list[str]] = {}
         read = self._read
         if len(read) > READ_KEPT:
@@ -107,7 +107,7 @@ class Transcript:
         if lines:  # one write a step (with PYTHONUNBUFFERED, a print is a system call)
             self.out.write("".join(f"{line}\n" for line in lines))
 
-    def _flush_launcher(self, end: int | None) -> None:
+    def _print_launcher(self, end: int | None) -> None:
         """A wrapped job's launcher's complete lines since the last print (up to `end`): `[launcher] ...`."""
         launcher = self.session.launcher
         if launcher is None:

@@ -80,7 +80,7 @@ def handle(args: dict[str, Any]) -> Any:
 def arm() -> dict[str, Any]:
     """Stop before the next collective the main thread enters; `hooked` is False until torch loads."""
     with _Stop.lock:
-        _Stop.armed, _Stop.ddp = True, None
+        _Stop.armed = True
         hooked = _install()
         if not hooked:
             _hook_import()
@@ -92,7 +92,6 @@ def disarm() -> None:
     with _Stop.lock:
         _Stop.armed = False
         _uninstall()
-        _Stop.ddp = None
 
 
 def pending() -> dict[str, Any] | None:
@@ -155,7 +154,7 @@ def _uninstall() -> None:
     autograd = sys.modules.get(AUTOGRAD)
     if _Stop.backward is not None and getattr(getattr(autograd, "backward", None), "__ddptui_until__", False):
         autograd.backward = _Stop.backward  # type: ignore[union-attr]
-    _Stop.backward = None
+    _Stop.backward, _Stop.ddp = None, None  # the next arm looks for DDP modules again
     for namespace in (sys.modules.get(C10D), sys.modules.get("torch.distributed")):
         for name, original in _Stop.originals.items():
             current = getattr(namespace, name, None)
