@@ -16,12 +16,11 @@ It times the same step six ways, each on ranks of its own:
   prompt, as its link and its pty both say). Its ranks' pdb reads the commands ddptui sends as
   plain lines (readline comes only for keys typed into a pane), as the app's do; the stock,
   rankpdb, hooks and tmux ways' ranks read through readline, as pdb does on a terminal.
-* batch: `ddptui --batch` end to end (start, replay, transcript, teardown; plain lines too); its
-  cost per step is
-  (median wall time with B+1 `n` lines - median with 1 line) / B, B = --batch-steps (default
-  5 S at 64 ranks and more, and as many more steps as the job is smaller, 5 S x 64 / N): a start
-  varies by 50-100 ms at 4 ranks and by a second at 64 from run to run, so the long run must
-  step for seconds at every size.
+* batch: `ddptui --batch` end to end, its ranks reading plain lines too: a step is the time
+  from one `(ddptui) n` echo on its stdout (a pipe the bench reads as it prints) to the next,
+  which is the whole cost of a line: reading it, the lockstep and the transcript. Each run has
+  B timed lines (--batch-steps, default 5 S x max(1, 64 / N): steps are short on small jobs)
+  after a warm-up; the start and the end of a run are not timed.
 * tmux: N panes of stock-pdb ranks in one tmux window (a private `-L` server, removed at the end)
   with `synchronize-panes` on: one `send-keys n Enter`, then wait until every pane printed a new
   prompt, as a control-mode client (`tmux -C`) sees the panes' output.
@@ -29,8 +28,7 @@ It times the same step six ways, each on ranks of its own:
 Every way but batch takes turns in blocks of five timed steps (after two untimed ones: the first
 steps after the other ways' turns are slower, whichever way it is), on ranks alive side by side,
 so load that comes and goes during a run moves every way alike instead of the ratios; batch (a
-process of its own) runs after them. Ratios are medians over the stock median; batch's (its
-cost per step is a mean: every step, slow ones too) is over the stock mean. The load average
+process of its own) runs after them. Ratios are medians over the stock median. The load average
 is printed: on a busy machine, run it again. `--json` prints the figures as JSON on standard
 output (the table goes to standard error). Ctrl-C ends every rank.
 """
@@ -41,6 +39,7 @@ import argparse
 import asyncio
 import contextlib
 import datetime
+import itertools
 import json
 import math
 import os
@@ -105,43 +104,27 @@ class Row:
 
     nproc: int
     times: dict[str, list[float]] = field(default_factory=dict)
-    batch_runs: dict[int, list[float]] = field(default_factory=dict)
-    """Wall seconds of each `ddptui --batch` run, by its number of `n` lines."""
     notes: dict[str, str] = field(default_factory=dict)
     """Why a way has no figures (tmux missing, a failure)."""
     load: float = 0.0
 
     def median(self, way: str) -> float:
-        """The median step of a way (batch: its derived cost per step); NaN when not measured."""
-        if way == "batch":
-            return self.batch_step()
+        """The median step of a way; NaN when not measured."""
         values = self.times.get(way)
         return statistics.median(values) if values else math.nan
 
     def mean(self, way: str) -> float:
-        """The mean step of a way (batch: its derived cost per step, a mean itself); NaN when not measured."""
-        if way == "batch":
-            return self.batch_step()
+        """The mean step of a way; NaN when not measured."""
         values = self.times.get(way)
         return statistics.mean(values) if values else math.nan
 
     def p90(self, way: str) -> float:
-        """The 90th percentile step of a way; NaN when not measured (or batch)."""
+        """The 90th percentile step of a way; NaN when not measured."""
         values = self.times.get(way, [])
         return statistics.quantiles(values, n=10, method="inclusive")[-1] if len(values) > 1 else math.nan
 
-    def batch_step(self) -> float:
-        """(median long run - median short run) / extra steps."""
-        if len(self.batch_runs) != 2:
-            return math.nan
-        (short, one), (long, many) = sorted(self.batch_runs.items())
-        return (statistics.median(many) - statistics.median(one)) / (long - short)
-
     def ratio(self, way: str, base: str = "stock") -> float:
-        """A way's median over the baseline's median; batch's cost per step (a mean: every step's
-        time, slow ones included) over the baseline's mean step."""
-        if way == "batch":
-            return self.batch_step() / self.mean(base)
+        """A way's median over the baseline's median."""
         return self.median(way) / self.median(base)
 
 
@@ -151,9 +134,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--sizes", default="4,16,64", help="comma-separated rank counts (4,16,64)")
     parser.add_argument("--steps", type=int, default=40, help="timed steps S per way and size (40)")
     parser.add_argument(
-        "--batch-steps", type=int, help="B: `n` lines of the long batch run (5 S x max(1, 64 / N))"
+        "--batch-steps", type=int, help="B: timed `n` lines of a batch run (5 S x max(1, 64 / N))"
     )
-    parser.add_argument("--batch-runs", type=int, default=3, help="ddptui --batch runs of each length (3)")
+    parser.add_argument("--batch-runs", type=int, default=2, help="ddptui --batch runs (2)")
     parser.add_argument("--skip", default="", help="ways to leave out, e.g. rankpdb,hooks,core,batch,tmux")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON instead of a table")
     args = parser.parse_args(argv)
@@ -453,31 +436,61 @@ async def core_steps(session: Session, steps: int) -> list[float]:
 
 
 # -- ddptui --batch --------------------------------------------------------------------------
-def batch_run(nproc: int, script: str, tmp: str, steps: int) -> float:
-    """Wall seconds of one `ddptui --batch` run of `steps` lines `n` (checked: all ranks answer)."""
-    commands, transcript = os.path.join(tmp, f"batch-{steps}.txt"), os.path.join(tmp, "batch.out")
+ECHO = b"(ddptui) n\n"
+
+
+def batch_run(nproc: int, script: str, tmp: str, steps: int) -> list[float]:
+    """Seconds between one step's `(ddptui) n` echo and the next's in one `ddptui --batch` run of
+    `steps` lines `n`, read off its stdout pipe as it prints them (checked: all ranks answer).
+
+    The transcript prints a line's echo, and flushes, right after that line's command went out to
+    the ranks (while they run it): from one echo to the next is one line's whole cost, command
+    reading, lockstep and transcript included.
+    """
+    commands = os.path.join(tmp, f"batch-{steps}.txt")
     with open(commands, "w") as out:
         out.write("n\n" * steps)
     argv = [sys.executable, "-m", "ddptui", "--nproc-per-node", str(nproc), "--stall-timeout", "60"]
-    with open(transcript, "wb") as out:
-        began = time.perf_counter()
-        subprocess.run(
-            [*argv, "--batch", commands, script], stdout=out, stderr=subprocess.STDOUT, env=bench_env(),
-            timeout=BATCH_TIMEOUT, check=False,
-        )  # fmt: skip
-        elapsed = time.perf_counter() - began
-    with open(transcript, errors="replace") as out:
-        text = out.read()
-    if text.count("(ddptui) n\n") != steps or text.count(": paused at rank.py") != nproc:
-        raise RuntimeError(f"ddptui --batch did not step every rank {steps} times:\n{text[-2000:]}")
-    return elapsed
+    proc = subprocess.Popen(
+        [*argv, "--batch", commands, script],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=bench_env(),
+    )
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    os.set_blocking(fd, False)
+    text, echoes, tail = bytearray(), [], b""
+    deadline = time.monotonic() + BATCH_TIMEOUT
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while True:
+                if not selector.select(max(deadline - time.monotonic(), 0)):
+                    raise RuntimeError(f"ddptui --batch ran more than {BATCH_TIMEOUT:.0f}s")
+                now, data = time.perf_counter(), drain(fd)
+                if data is None:
+                    break
+                text += data
+                echoes += [now] * (tail + data).count(ECHO)  # an echo split over two reads counts once
+                tail = (tail + data)[-len(ECHO) + 1 :]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        proc.stdout.close()
+    said = text.decode(errors="replace")
+    if len(echoes) != steps or said.count(": paused at rank.py") != nproc:
+        raise RuntimeError(f"ddptui --batch did not step every rank {steps} times:\n{said[-2000:]}")
+    return [later - earlier for earlier, later in itertools.pairwise(echoes)]
 
 
 def measure_batch(row: Row, script: str, tmp: str, steps: int, runs: int) -> None:
-    """Run `ddptui --batch` with 1 and with steps+1 `n` lines, alternately, `runs` times each."""
+    """`runs` runs of `ddptui --batch` with WARMUP + `steps` + 1 lines `n`: the last `steps`
+    echo-to-echo times of each are its timed steps."""
     for _ in range(runs):
-        for length in (1, steps + 1):
-            row.batch_runs.setdefault(length, []).append(batch_run(row.nproc, script, tmp, length))
+        steps_taken = batch_run(row.nproc, script, tmp, WARMUP + steps + 1)
+        row.times.setdefault("batch", []).extend(steps_taken[WARMUP:])
 
 
 # -- tmux --------------------------------------------------------------------------------------
@@ -604,8 +617,8 @@ class TmuxPanes:
 
 # -- one job size ----------------------------------------------------------------------------
 def batch_steps(args: argparse.Namespace, nproc: int) -> int:
-    """B, the long batch run's extra steps: --batch-steps, else 5 S, times 64 / N below 64 ranks."""
-    return args.batch_steps or 5 * args.steps * max(1, 64 // nproc)
+    """B, a batch run's timed steps: --batch-steps, else 5 S, times 64 / N below 64 ranks."""
+    return int(args.batch_steps or 5 * args.steps * max(1, 64 // nproc))
 
 
 def measure(nproc: int, script: str, tmp: str, args: argparse.Namespace) -> Row:
@@ -616,7 +629,7 @@ def measure(nproc: int, script: str, tmp: str, args: argparse.Namespace) -> Row:
         try:
             measure_batch(row, script, tmp, batch_steps(args, nproc), args.batch_runs)
         except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
-            row.batch_runs.clear()
+            row.times.pop("batch", None)
             row.notes["batch"] = failure(row, exc)
     return row
 
@@ -658,12 +671,6 @@ def table(row: Row, skip: set[str]) -> list[str]:
         )
         if way in row.notes:
             lines.append(f"    ({row.notes[way]})")
-        if way == "batch" and row.batch_runs:
-            runs = ", ".join(
-                f"{k} line{'s' * (k > 1)} {statistics.median(v):.2f}s"
-                for k, v in sorted(row.batch_runs.items())
-            )
-            lines.append(f"    (median wall time of a run: {runs})")
     return lines
 
 
@@ -688,7 +695,6 @@ def as_json(rows: list[Row], args: argparse.Namespace, about: dict[str, object])
                 for way in WAYS
                 if way not in args.skip
             },
-            "batch_runs_s": {str(k): [round(t, 4) for t in v] for k, v in row.batch_runs.items()},
             "notes": row.notes,
         }
         for row in rows
