@@ -2,7 +2,7 @@
 
 import pytest
 
-from ddptui.core.targets import Line, TargetError, format_ranks, name_ranks, parse_line, parse_ranks
+from ddptui.core.targets import Line, TargetError, by_words, format_ranks, name_ranks, parse_line, parse_ranks
 
 
 def test_parse_ranks() -> None:
@@ -22,6 +22,12 @@ def test_format_ranks() -> None:
     assert format_ranks(frozenset({3})) == "3"
     assert (name_ranks({3}), name_ranks({0, 2, 3})) == ("rank 3", "ranks 0,2-3")
     assert name_ranks(rank for rank in [2, 2, 2]) == "rank 2"  # any iterable; each rank once
+
+
+def test_by_words_groups_ranks_that_say_the_same() -> None:
+    said = [(0, "at b.py:3"), (1, "at a.py:9"), (2, "at a.py:9"), (3, "at a.py:9"), (5, "at a.py:9")]
+    assert by_words(said) == [("rank 0", "at b.py:3"), ("ranks 1-3,5", "at a.py:9")]
+    assert by_words([]) == []
 
 
 def test_parse_line() -> None:

@@ -17,7 +17,7 @@ from ddptui.core.lockstep import Broadcast
 from ddptui.core.session import Session
 from ddptui.core.stack_tree import Node, render, stacks_node
 from ddptui.core.state import Phase
-from ddptui.core.targets import Line, TargetError, name_ranks, parse_ranks
+from ddptui.core.targets import Line, TargetError, by_words, name_ranks, parse_ranks
 from ddptui.rank.protocol import Frame, Reply
 
 
@@ -199,10 +199,12 @@ async def send(session: Session, line: Line) -> tuple[Broadcast | None, Result]:
         await release(session, line.targets)
     result = await session.broadcast(line.text, line.targets)
     notes = [
-        f"{line.text} not sent to rank {i}, not at a prompt ({why})" for i, why in result.skipped.items()
+        f"{line.text} not sent to {ranks}, not at a prompt ({why})"
+        for ranks, why in by_words(result.skipped.items())
     ]
     notes += result.cleared_lines()
-    notes += [f"rank {a.rank} {a.state.describe()}" for a in result.replies if a.state.phase is Phase.WAITING]
+    waiting = ((a.rank, a.state.describe()) for a in result.replies if a.state.phase is Phase.WAITING)
+    notes += [f"{ranks} {where}" for ranks, where in by_words(waiting)]
     watched = watch_result(await watch_tables(session))
     return result, Result((*notes, *watched.lines), tables=watched.tables)
 

@@ -57,6 +57,15 @@ def name_ranks(ranks: Iterable[int]) -> str:
     return f"{'rank' if len(unique) == 1 else 'ranks'} {format_ranks(unique)}"
 
 
+def by_words(said: Iterable[tuple[int, str]]) -> list[tuple[str, str]]:
+    """`(rank, words)` pairs as `(ranks named, words)`, one for each distinct text, in order of
+    first appearance: 63 ranks waiting at one line make one line, not 63."""
+    groups: dict[str, list[int]] = {}
+    for rank, words in said:
+        groups.setdefault(words, []).append(rank)
+    return [(name_ranks(ranks), words) for words, ranks in groups.items()]
+
+
 @dataclass(frozen=True)
 class Line:
     """One line of user input, classified."""
