@@ -12,7 +12,7 @@ import time
 
 import psutil
 import pytest
-from conftest import EXAMPLES, ROOT, SCRIPTS, Runner, tagged_ranks, wait_for
+from conftest import EXAMPLES, ROOT, SCRIPTS, Runner, summary, tagged_ranks, wait_for
 
 from ddptui.core.local import _parent
 
@@ -115,6 +115,16 @@ def test_quit_command_ends_everything(ddptui: Runner) -> None:
     assert_all_gone(ddptui, proc)
     assert "rank 0: paused at tests/scripts/children.py:20 (ended by ddptui)" in out
     assert proc.returncode == 1
+
+
+def test_a_rank_that_prints_as_it_is_ended_keeps_the_state_it_was_in(ddptui: Runner) -> None:
+    """Its goodbye is output, which made a waiting rank `running` again: the summary said
+    `running (ended by ddptui)` for ranks the user had seen waiting when they quit."""
+    result = ddptui.batch(SCRIPTS / "says_goodbye.py", "", stall=1, timeout=60)
+    assert "[ranks 0-1] cleaning up" in result.stdout, result.stdout
+    assert summary(result.stdout) == {
+        rank: "waiting at tests/scripts/says_goodbye.py:16 (ended by ddptui)" for rank in (0, 1)
+    }
 
 
 def test_end_of_input_ends_ranks_that_never_stop(ddptui: Runner) -> None:

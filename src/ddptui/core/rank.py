@@ -78,6 +78,8 @@ class Rank:
         old = self.state
         if state.phase is old.phase and state == old:
             return
+        if old.ended_by_ddptui and state.exit_code is None:
+            return  # being ended: what it did when the user quit stays its state, until it exits
         if self.failed_at is None and (state.crash is not None or state.exit_code) and failed(state):
             self.failed_at = time.monotonic()
         if state.phase is not old.phase:
