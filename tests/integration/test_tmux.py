@@ -97,6 +97,28 @@ def test_new_user_walkthrough(tmux: type[Tmux], ddptui: Runner) -> None:
     assert "rank 0: paused at examples/train_ddp.py:29 (ended by ddptui)" in term.screen()
 
 
+def test_quitting_many_ranks_prints_one_line_per_state(tmux: type[Tmux], ddptui: Runner) -> None:
+    """Above the grid threshold the exit summary groups ranks: 63 lines of `waiting at` for a
+    64-rank job that hangs were one line's worth of news."""
+    script = str(SCRIPTS / "plain_barrier.py")
+    term = tmux("--nproc-per-node", "12", "--stall-timeout", "1", script, "--crash", "5")
+    assert term.shows("r0-11  paused", 90), term.screen()
+    term.keys("F5")
+    assert term.shows("r1-4,6-11  waiting", 60), term.screen()
+    term.keys("C-q")
+    assert term.shows("and quit?", 5), term.screen()
+    term.keys("y")
+    assert term.exit_status() is not None
+    assert wait_for(lambda: not ddptui.leftovers(), 5)
+    lines = [line.rstrip() for line in term.screen().splitlines() if line.startswith("rank")]
+    at = "tests/scripts/plain_barrier.py"
+    assert lines == [
+        f"rank 0: waiting at {at}:34 in accept (ended by ddptui)",
+        f"ranks 1-4,6-11: waiting at {at}:40 (ended by ddptui)",
+        f"rank 5: crashed ValueError: rank 5 never reaches the barrier ({at}:48) (ended by ddptui)",
+    ], term.screen()
+
+
 def test_closing_the_terminal_ends_everything(tmux: type[Tmux], ddptui: Runner) -> None:
     term = tmux("--nproc-per-node", "2", str(EXAMPLES / "rank0_set_trace.py"))
     assert term.shows("(Pdb r0)"), term.screen()

@@ -29,7 +29,7 @@ from ddptui.core.logs import SessionLog
 from ddptui.core.rank import Rank
 from ddptui.core.rootcause import ROOT, Failure, tags
 from ddptui.core.state import Phase, RankState
-from ddptui.core.targets import Line, format_ranks, parse_line, parse_ranks
+from ddptui.core.targets import Line, format_ranks, name_ranks, parse_line, parse_ranks
 from ddptui.core.text import inert
 from ddptui.core.transport import RankTransport, RequestError
 from ddptui.core.verdicts import VerdictWatch
@@ -351,17 +351,30 @@ class Session:
                 if self._reports:
                     await asyncio.wait(self._reports)
 
-    def summary(self) -> list[str]:
-        """Each rank's last state, the root cause first and tagged, with hints under known failures."""
+    def summary(self, grouped: bool = False) -> list[str]:
+        """Each rank's last state, the root cause first and tagged, with hints under known failures.
+
+        `grouped`: ranks whose line (and hint) would be the same share one, `ranks 1-4,6-63: ...`,
+        in the place of the first of them (a person reads it; a script wants a line per rank).
+        """
         failures = [Failure(r.index, r.failed_at, r.state) for r in self.ranks if r.failed_at is not None]
         marks = tags(failures, self.verdicts.found)
         first = [r for r in self.ranks if marks.get(r.index) == ROOT]
-        lines = []
+        groups: list[tuple[list[int], str, str | None]] = []
+        shared: dict[tuple[str, str | None], list[int]] = {}
         for rank in first + [r for r in self.ranks if r not in first]:
             mark = f"  {marks[rank.index]}" if rank.index in marks else ""
             state = "never connected to ddptui" if wrap.absent(rank) else rank.state.describe()
-            lines.append(f"rank {rank.index}: {inert(state)}{mark}")
-            if hint := rank.hint():
+            text, hint = f"{inert(state)}{mark}", rank.hint()
+            ranks = shared.get((text, hint)) if grouped else None
+            if ranks is None:
+                ranks = shared[text, hint] = []
+                groups.append((ranks, text, hint))
+            ranks.append(rank.index)
+        lines = []
+        for ranks, text, hint in groups:
+            lines.append(f"{name_ranks(ranks)}: {text}")
+            if hint:
                 lines.append(f"  hint: {hint}")
         if self.launcher is not None:
             lines.append(inert(self.launcher.describe()))

@@ -372,6 +372,6 @@ def run_app(session: Session) -> int:
     app.session.kill_now()
     if app.return_code == 2 or status is None:
         return app.return_code or 1
-    for line in app.session.summary():
+    for line in app.session.summary(grouped=len(app.session.ranks) > app.grid_threshold):
         print(line, file=sys.stdout)
     return status
