@@ -38,6 +38,21 @@ def wait(condition, timeout: float = 60.0) -> bool:
     return False
 
 
+def reuse(pid: int, tries: int = 20) -> subprocess.Popen[bytes] | None:
+    """A `sleep` with that pid, or None. Tried again if another process took the pid first (ddptui
+    or one of its processes may start one at any moment)."""
+    for _ in range(tries):
+        with open("/proc/sys/kernel/ns_last_pid", "w") as last:
+            last.write(str(pid - 1))
+        stranger = subprocess.Popen(["sleep", "600"], env={"PATH": os.environ["PATH"]})
+        if stranger.pid == pid:
+            return stranger
+        stranger.kill()
+        stranger.wait()
+        time.sleep(0.05)
+    return None
+
+
 def main() -> None:
     mode = sys.argv[1]
     script = os.path.join(HERE, "dies_early.py")
@@ -52,10 +67,8 @@ def main() -> None:
     old = rank_pid(me, "1")
     assert old is not None
     assert wait(lambda: not psutil.pid_exists(old))  # exited and reaped by ddptui
-    with open("/proc/sys/kernel/ns_last_pid", "w") as last:
-        last.write(str(old - 1))
-    stranger = subprocess.Popen(["sleep", "600"], env={"PATH": os.environ["PATH"]})
-    if stranger.pid != old:
+    stranger = reuse(old)
+    if stranger is None:
         print("no-reuse")
         ddptui.kill()
         return
