@@ -17,6 +17,7 @@ from textual.widgets._footer import FooterKey
 from ddptui.core.launch import LaunchSpec
 from ddptui.core.session import Session
 from ddptui.core.state import Phase
+from ddptui.core.targets import format_ranks
 from ddptui.ui.app import DdptuiApp
 from ddptui.ui.command_bar import CommandBar
 from ddptui.ui.rank_bar import RankBar
@@ -279,6 +280,25 @@ async def test_gloo_error_text_is_shown_as_text_and_the_app_stays_up() -> None:
         assert "[bold]bold[/bold] [@click=app.quit]" in screen_text(application, 1)
         application.session.kill_now()
     assert application.return_code != 70
+
+
+async def test_ranks_that_crash_together_are_said_in_one_line() -> None:
+    """The first crash gets the keys; the others were a line each in the command log (255 of
+    them when 256 ranks hit one bug)."""
+    application = DdptuiApp(Session(spec(SCRIPTS / "all_crash.py", 6)))
+    async with application.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: all_paused(application), timeout=60)
+        await pilot.press("f5")
+        ranks = application.session.ranks
+        said = lambda: [line for line in application.command_log.lines_text() if "F6 goes to" in line]  # noqa: E731
+        await until(pilot, lambda: all(r.state.crash is not None for r in ranks) and bool(said()))
+        await pilot.pause(0.3)  # a straggler would be a second line
+        focused = application.focused_rank
+        assert said() == [
+            f"ranks {format_ranks(set(range(6)) - {focused})} crashed NameError: name 'undefined_name' "
+            "is not defined (tests/scripts/all_crash.py:7), in post-mortem · F6 goes to their panes"
+        ]
+        application.session.kill_now()
 
 
 async def test_terminal_queries_are_not_typed_into_pdb() -> None:

@@ -14,6 +14,7 @@ from textual.timer import Timer
 from ddptui.core import commands
 from ddptui.core.rootcause import Failure, root_cause
 from ddptui.core.state import Phase, RankState
+from ddptui.core.targets import by_words
 from ddptui.core.text import inert
 from ddptui.ui.pane_pages import dress_pane
 from ddptui.ui.rank_bar import has_crashed
@@ -21,6 +22,8 @@ from ddptui.ui.rank_bar import has_crashed
 if TYPE_CHECKING:
     from ddptui.ui.app import DdptuiApp
 
+CRASH_NOTE_WAIT = 0.1
+"""Seconds a crash waits for others to be said with it (ranks that hit one bug crash together)."""
 MISSING_KINDS = ("hang", "early exit")
 """Collective verdicts whose suspects are ranks the others wait for."""
 
@@ -38,6 +41,12 @@ class RankStates:
         self._marks_stale = True
         self._marks_found = 0
         """How many verdicts the grid's marks were last worked out with."""
+        self._crash_notes: list[tuple[int, str]] = []
+        """Crashes to say in the command log (the keys were in use elsewhere, or went to another
+        rank's crash), said together: 256 ranks hitting the same bug make one line, not 255."""
+        self._crash_burst = False
+        """A crash took the keys, or crashes wait to be said, less than `CRASH_NOTE_WAIT` ago: the
+        focus moves when Textual gets to it, so `focused_rank` does not say so yet."""
 
     def reset(self, count: int) -> None:
         """`count` ranks, none told of yet."""
@@ -62,11 +71,23 @@ class RankStates:
         self.show_flight()  # the bar knows the crash now: F6 and the focus below read it
         # Keys being typed on the command line, or into another post-mortem, must not land in this
         # rank's pdb halfway through a line: say it instead.
-        if app.broadcasting or focus_crashed:
-            line = f"rank {rank} {state.describe()} · F6 goes to its pane"
-            app.command_log.show(commands.Result((inert(line),), error=True))
-        else:
-            app.action_focus_rank(0, crashed=True)
+        if not self._crash_burst:
+            self._crash_burst = True
+            app.set_timer(CRASH_NOTE_WAIT, self._say_crashes)
+            if not (app.broadcasting or focus_crashed):
+                app.action_focus_rank(0, crashed=True)
+                return
+        self._crash_notes.append((rank, state.describe()))
+
+    def _say_crashes(self) -> None:
+        """One line for each way ranks crashed since the last such line."""
+        notes, self._crash_notes, self._crash_burst = self._crash_notes, [], False
+        lines = [
+            inert(f"{ranks} {what} · F6 goes to {'its pane' if ranks.startswith('rank ') else 'their panes'}")
+            for ranks, what in by_words(notes)
+        ]
+        if lines and not self._app._quitting:
+            self._app.command_log.show(commands.Result(tuple(lines), error=True))
 
     def show_flight(self) -> None:
         """Show which ranks the broadcast in flight still waits for."""
