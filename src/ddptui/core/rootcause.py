@@ -77,6 +77,12 @@ def root_cause(failures: Sequence[Failure], verdicts: Iterable[Verdict] = ()) ->
     return ordered[0].rank if ordered else None
 
 
+def one_bug(failures: Sequence[Failure]) -> bool:
+    """True when several ranks failed the same way on their own: no rank caused the others'."""
+    causes = {str(f.state.crash).rsplit(" (", 1)[0] for f in failures if not f.consequence}
+    return len(causes) == 1 and sum(not f.consequence for f in failures) > 1
+
+
 def tags(failures: Sequence[Failure], verdicts: Iterable[Verdict] = ()) -> dict[int, str]:
     """`← root cause` for the root cause, `(consequence of rank R)` for the failures it explains.
 
@@ -84,9 +90,8 @@ def tags(failures: Sequence[Failure], verdicts: Iterable[Verdict] = ()) -> dict[
     says it all.
     """
     verdicts = list(verdicts)
-    causes = {str(f.state.crash).rsplit(" (", 1)[0] for f in failures if not f.consequence}
-    if len(causes) == 1 and sum(not f.consequence for f in failures) > 1:
-        return {}  # several ranks failed the same way on their own: no rank is the cause of the others
+    if one_bug(failures):
+        return {}
     root = root_cause(failures, verdicts)
     if root is None or (len(failures) == 1 and failures[0].rank == root):
         return {}

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from textual.timer import Timer
 
 from ddptui.core import commands
-from ddptui.core.rootcause import Failure, root_cause
+from ddptui.core.rootcause import Failure, one_bug, root_cause
 from ddptui.core.state import Phase, RankState
 from ddptui.core.targets import by_words
 from ddptui.core.text import inert
@@ -112,4 +112,5 @@ class RankStates:
         failures = [Failure(r.index, r.failed_at, r.state) for r in ranks if r.failed_at is not None]
         waiting = any(rank.state.phase is Phase.WAITING for rank in ranks)
         missing = {r for v in found if v.kind in MISSING_KINDS for r in v.suspects} if waiting else set()
-        app.state_grid.set_marks(root_cause(failures, found), missing)
+        root = None if one_bug(failures) else root_cause(failures, found)
+        app.state_grid.set_marks(root, missing)
