@@ -12,6 +12,7 @@ ACTIVE = (psutil.STATUS_RUNNING, psutil.STATUS_DISK_SLEEP)
 ACTIVE_STATES = (b"R", b"D")
 """The same, as `/proc/PID/stat` writes them."""
 PROC_SELF = "/proc/self/stat"
+"""There where the table can be read from /proc (Linux); psutil reads it elsewhere."""
 
 
 class ProcessTable:
@@ -37,9 +38,9 @@ class ProcessTable:
             self.children.setdefault(got["ppid"], []).append(process.pid)
 
     def _read_proc(self) -> None:
-        """The table from `/proc/PID/stat`, one read a process: psutil's `process_iter` took about
-        four times as long (objects, checks, several reads), every half second while ranks run or
-        wait, 6 % of a core with 255 ranks waiting."""
+        """The table from `/proc/PID/stat`, one read a process: psutil's `process_iter` took three
+        times as long (objects, checks, several reads), every half second while ranks run or
+        wait: 5-8 % of a core with 255 ranks waiting."""
         tick, boot = float(os.sysconf("SC_CLK_TCK")), psutil.boot_time()
         for name in os.listdir("/proc"):
             if not name.isdigit():
