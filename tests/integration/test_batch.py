@@ -39,10 +39,11 @@ def test_four_ranks_answer_in_rank_order(ddptui: Runner) -> None:
 def test_rank0_only_set_trace_reports_others_waiting(ddptui: Runner) -> None:
     result = ddptui.batch(EXAMPLES / "rank0_set_trace.py", "p rank\nn\nc\n", stall=2)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert (
-        "p rank not sent to rank 1, not at a prompt (waiting at examples/rank0_set_trace.py:17 in all_reduce)"
-        in result.stdout
-    )
+    unsent = "not sent to rank 1, not at a prompt (waiting at examples/rank0_set_trace.py:17 in all_reduce)"
+    assert f"(ddptui) p rank\nddptui: p rank {unsent}\n" in result.stdout
+    # said before the answers: `n` released rank 1 from the all_reduce, and what it printed then
+    # comes after the note that says it was not sent the command
+    assert f"(ddptui) n\nddptui: n {unsent}\n[rank 0] > " in result.stdout, result.stdout
     assert rank_lines(result.stdout, 0)[2] == "0"
     assert "rank 1 sum 3.0" in rank_lines(result.stdout, 1)
     assert summary(result.stdout) == {0: "exited 0", 1: "exited 0"}

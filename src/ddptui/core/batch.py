@@ -63,8 +63,10 @@ class Transcript:
             action()
         self.out.flush()
 
-    def after_step(self, echo: dict[int, str], notes: Iterable[str]) -> None:
-        """Print the ranks' answers to a step as they are now, then `notes`, at the next `catch_up`."""
+    def after_step(self, echo: dict[int, str], notes: Iterable[str], sending: Iterable[str] = ()) -> None:
+        """Print `sending` (what happened as the step's command went out), the ranks' answers to
+        the step as they are now, then `notes`, at the next `catch_up`."""
+        self._later += [functools.partial(self._note_now, text) for text in sending]
         ends = {rank.index: rank.output.end for rank in self.session.ranks}
         launcher = self.session.launcher
         if launcher is not None:
@@ -243,7 +245,7 @@ async def run_line(session: Session, line: str, transcript: Transcript) -> bool:
         for text in said.lines:
             transcript.note(text)
     else:  # printed while the next command runs
-        transcript.after_step({reply.rank: sent.command for reply in sent.replies}, said.lines)
+        transcript.after_step({reply.rank: sent.command for reply in sent.replies}, said.lines, said.sending)
     return True
 
 

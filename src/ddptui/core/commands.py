@@ -31,9 +31,12 @@ class Result:
     sent: str = ""
     """The pdb command the command broadcast, if any (a transcript drops pdb's echo of it)."""
     tables: tuple[tuple[str, Comparison], ...] = ()
+    """Cross-rank tables behind the lines (`:compare EXPR`, `watch EXPR`), for front ends that draw them."""
     stack: Node | None = None
     """The merged stack tree behind `:stacks`' lines, for front ends that draw it."""
-    """Cross-rank tables behind the lines (`:compare EXPR`, `watch EXPR`), for front ends that draw them."""
+    sending: tuple[str, ...] = ()
+    """What happened as a broadcast went out (ranks it was not sent to, typed lines it cleared):
+    said right after its echo, before the ranks' answers, which may come from what it set off."""
 
 
 Handler = Callable[[Session, str], Awaitable[Result]]
@@ -198,15 +201,15 @@ async def send(session: Session, line: Line) -> tuple[Broadcast | None, Result]:
 
         await release(session, line.targets)
     result = await session.broadcast(line.text, line.targets)
-    notes = [
+    sending = [
         f"{line.text} not sent to {ranks}, not at a prompt ({why})"
         for ranks, why in by_words(result.skipped.items())
     ]
-    notes += result.cleared_lines()
+    sending += result.cleared_lines()
     waiting = ((a.rank, a.state.describe()) for a in result.replies if a.state.phase is Phase.WAITING)
-    notes += [f"{ranks} {where}" for ranks, where in by_words(waiting)]
+    notes = [f"{ranks} {where}" for ranks, where in by_words(waiting)]
     watched = watch_result(await watch_tables(session))
-    return result, Result((*notes, *watched.lines), tables=watched.tables)
+    return result, Result((*notes, *watched.lines), tables=watched.tables, sending=tuple(sending))
 
 
 async def evaluate(session: Session, expr: str, targets: Iterable[int] | None = None) -> dict[int, Answer]:

@@ -68,7 +68,7 @@ class CommandLine:
         sent, said = await commands.send(app.session, line)
         if sent is not None:
             app.command_log.echo(sent.command)
-            app.command_log.show(commands.Result(tuple(self.answers(sent))))
+            app.command_log.show(commands.Result(said.sending + tuple(self.answers(sent))))
         app.command_log.show(said)
         app.watch_panel.show(said.tables)
 
