@@ -7,15 +7,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 from conftest import SCRIPTS, steady_identities, until
+from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import Label
 from textual.widgets._toast import Toast
 
+from ddptui.core.commands import Result
+from ddptui.core.compare import compare
 from ddptui.core.launch import LaunchSpec
 from ddptui.core.session import Session
 from ddptui.core.state import Crash, Frame, Phase, RankState
 from ddptui.ui.app import DdptuiApp
 from ddptui.ui.command_bar import BROADCAST_HINT
+from ddptui.ui.command_log import CommandLog
 from ddptui.ui.quit_screen import QuitScreen, question
 from ddptui.ui.rank_bar import RankBar
 from ddptui.ui.rank_pane import RankPane
@@ -185,3 +189,32 @@ async def test_f12_stops_the_running_ranks_in_their_loop() -> None:
         said = "interrupted ranks 0-1: each stops at the line it runs"
         await until(pilot, lambda: any(said in line for line in app.command_log.lines_text()))
         app.session.kill_now()
+
+
+class LogApp(App[None]):
+    """The command log alone, 60 columns wide."""
+
+    def compose(self) -> ComposeResult:
+        """One log."""
+        yield CommandLog()
+
+
+async def test_a_long_note_wraps_and_a_table_row_is_cut() -> None:
+    """A note wider than the log ends on the next line (the crash behind a hang was cut off at the
+    terminal's edge); a table's rows stay one line each, cut with an ellipsis."""
+    app = LogApp()
+    note = (
+        "hang: rank 1 is missing from collective #8 all_reduce [10] float32 (rec.py:23); "
+        "rank 1 completed #7 and crashed RuntimeError: mat1 and mat2 shapes cannot be multiplied"
+    )
+    row = "  ranks 0,2-5 │ tensor([0.1000, 0.2000, 0.3000, 0.4000, 0.5000, 0.6000, 0.7000, 0.8000])"
+    async with app.run_test(size=(60, 10)) as pilot:
+        log = app.query_one(CommandLog)
+        log.show(Result((note,)))
+        log.show(Result((row,), tables=((":compare x", compare({0: "KeyError: 'x'"})),)))
+        await pilot.pause()
+        shown = [strip.text.rstrip() for strip in log.lines]
+        assert len(shown) == 4 and all(len(line) <= 58 for line in shown), shown
+        assert " ".join(shown[:3]).split() == note.split()  # every word of the note is on screen
+        assert shown[3].startswith("  ranks 0,2-5 │ tensor([0.1000") and shown[3].endswith("…")
+        assert log.lines_text() == [note, row]  # as said, unwrapped

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import deque
+
 from rich.text import Text
 from textual.widgets import RichLog
 
@@ -22,19 +24,34 @@ class CommandLog(RichLog):
     """
 
     def __init__(self) -> None:
-        super().__init__(max_lines=2000, wrap=False, markup=False, highlight=False, id="command-log")
+        super().__init__(
+            max_lines=2000, min_width=20, wrap=True, markup=False, highlight=False, id="command-log"
+        )  # min_width: RichLog wraps at 78 columns at least, wider than a small terminal
         self.can_focus = False
+        self._said: deque[str] = deque(maxlen=2000)
+        """Every line written, unwrapped, as many as the log keeps."""
 
     def echo(self, line: str) -> None:
         """Show what the user typed."""
-        self.write(Text(f"(ddptui) {inert(line)}", style="bold"))
+        self._said.append(f"(ddptui) {inert(line)}")
+        self.write(Text(self._said[-1], style="bold"))
 
     def show(self, result: Result) -> None:
-        """Show a command's result; errors in the error colour."""
+        """Show a command's result; errors in the error colour.
+
+        A line wider than the log wraps (a note's end says why: the crash behind a hang), except
+        in a table or a stack tree, whose columns and indents say as much: those are cut, `…`.
+        """
         style = "red" if result.error else ""
+        laid_out = bool(result.tables or result.stack)
         for line in result.lines:
-            self.write(Text(inert(line), style=style))
+            self._said.append(inert(line))
+            self.write(
+                Text(
+                    self._said[-1], style=style, no_wrap=laid_out, overflow="ellipsis" if laid_out else "fold"
+                )
+            )
 
     def lines_text(self) -> list[str]:
-        """The plain text of every line shown (for tests and copy-out)."""
-        return [strip.text for strip in self.lines]
+        """The plain text of every line shown, unwrapped (for tests and copy-out)."""
+        return list(self._said)
