@@ -303,6 +303,22 @@ async def test_ranks_that_crash_together_are_said_in_one_line() -> None:
         application.session.kill_now()
 
 
+async def test_a_broadcast_is_echoed_before_what_it_sets_off() -> None:
+    """`c` crashes ranks 1 and 2 at once while rank 0 runs on: the log says `(ddptui) c`, then the
+    crash the keys did not go to, then rank 0's answer (the echo waited for every rank to be back,
+    and came after the crash it caused)."""
+    application = DdptuiApp(Session(spec(SCRIPTS / "crash_while_peer_runs.py", 3)))
+    async with application.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: all_paused(application), timeout=60)
+        await pilot.press("f5")
+        log = application.command_log.lines_text
+        await until(pilot, lambda: any(line.startswith("[rank 0] > ") for line in log()), timeout=30)
+        crash = next(i for i, line in enumerate(log()) if " crashed NameError" in line)
+        answer = next(i for i, line in enumerate(log()) if line.startswith("[rank 0] > "))
+        assert log().index("(ddptui) c") < crash < answer, log()
+        application.session.kill_now()
+
+
 async def test_terminal_queries_are_not_typed_into_pdb() -> None:
     application = DdptuiApp(Session(spec(SCRIPTS / "queries.py")))
     async with application.run_test(size=(160, 40)) as pilot:

@@ -176,10 +176,24 @@ def guard(session: Session, targets: frozenset[int] | None, override: str) -> Re
     return Result((f"not sent: the ranks stand at different places ({spread}); {override}",), error=True)
 
 
-async def send(session: Session, line: Line) -> tuple[Broadcast | None, Result]:
+def sending_lines(sent: Broadcast) -> tuple[str, ...]:
+    """What happened as a broadcast went out: the ranks it was not sent to, the typed lines it cleared."""
+    return (
+        *(
+            f"{sent.command} not sent to {ranks}, not at a prompt ({why})"
+            for ranks, why in by_words(sent.skipped.items())
+        ),
+        *sent.cleared_lines(),
+    )
+
+
+async def send(
+    session: Session, line: Line, on_sent: Callable[[Broadcast], None] | None = None
+) -> tuple[Broadcast | None, Result]:
     """A pdb command to the target ranks in lockstep, behind the divergence guard; then the watches.
 
-    Returns the broadcast (None when nothing was sent) and what to tell the user about it.
+    Returns the broadcast (None when nothing was sent) and what to tell the user about it;
+    `on_sent` is called as the command goes out (see `Lockstep.broadcast`).
     """
     held = (
         guard(session, line.targets, f"!{line.text} sends anyway")
@@ -200,16 +214,11 @@ async def send(session: Session, line: Line) -> tuple[Broadcast | None, Result]:
         from ddptui.core.until import release
 
         await release(session, line.targets)
-    result = await session.broadcast(line.text, line.targets)
-    sending = [
-        f"{line.text} not sent to {ranks}, not at a prompt ({why})"
-        for ranks, why in by_words(result.skipped.items())
-    ]
-    sending += result.cleared_lines()
+    result = await session.broadcast(line.text, line.targets, on_sent)
     waiting = ((a.rank, a.state.describe()) for a in result.replies if a.state.phase is Phase.WAITING)
     notes = [f"{ranks} {where}" for ranks, where in by_words(waiting)]
     watched = watch_result(await watch_tables(session))
-    return result, Result((*notes, *watched.lines), tables=watched.tables, sending=tuple(sending))
+    return result, Result((*notes, *watched.lines), tables=watched.tables, sending=sending_lines(result))
 
 
 async def evaluate(session: Session, expr: str, targets: Iterable[int] | None = None) -> dict[int, Answer]:

@@ -97,11 +97,18 @@ class Lockstep:
             if not out and self._all_back is not None:
                 wake(self._all_back)
 
-    async def broadcast(self, command: str, targets: Iterable[int] | None = None) -> Broadcast:
+    async def broadcast(
+        self,
+        command: str,
+        targets: Iterable[int] | None = None,
+        on_sent: Callable[[Broadcast], None] | None = None,
+    ) -> Broadcast:
         """Send `command` at once to every targeted rank at a prompt; wait until each is back.
 
         The next broadcast waits for this one. A rank that does not return within the stall
         timeout is reported `waiting` with its stack location, and the broadcast ends without it.
+        `on_sent` is called once the command went out, with the result so far (the ranks it was
+        not sent to, the typed lines it cleared; no replies yet).
         """
         if not command.strip() or "\n" in command or "\r" in command:
             raise ValueError("a broadcast is one non-empty line (an empty line repeats pdb's last command)")
@@ -128,6 +135,8 @@ class Lockstep:
                 rank.resumed()
             self._start, self._out = start, set(start)  # running now: none is back yet
             try:
+                if on_sent is not None:
+                    on_sent(result)
                 if self.while_running is not None:
                     self.while_running()
                 await self._wait_back()

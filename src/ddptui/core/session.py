@@ -334,9 +334,14 @@ class Session:
         ranks = self.live(targets)
         await self.wait_until(lambda: self.all_settled(ranks))
 
-    async def broadcast(self, command: str, targets: Iterable[int] | None = None) -> Broadcast:
+    async def broadcast(
+        self,
+        command: str,
+        targets: Iterable[int] | None = None,
+        on_sent: Callable[[Broadcast], None] | None = None,
+    ) -> Broadcast:
         """Send `command` to every targeted rank at a prompt and wait until each is back (see `Lockstep`)."""
-        return await self.lockstep.broadcast(command, targets)
+        return await self.lockstep.broadcast(command, targets, on_sent)
 
     async def replace_waiting(self) -> None:
         """Place the waiting ranks again: the ranks just stepped may have released them, and a

@@ -65,12 +65,17 @@ class CommandLine:
         app = self._app
         if not app.session.ranks or app._quitting:
             return
-        sent, said = await commands.send(app.session, line)
+        sent, said = await commands.send(app.session, line, self._sent)
         if sent is not None:
-            app.command_log.echo(sent.command)
-            app.command_log.show(commands.Result(said.sending + tuple(self.answers(sent))))
+            app.command_log.show(commands.Result(tuple(self.answers(sent))))
         app.command_log.show(said)
         app.watch_panel.show(said.tables)
+
+    def _sent(self, sent: Broadcast) -> None:
+        """The command went out: its echo (and the ranks it skipped) come before what it sets off
+        (a crash said while the ranks run), its answers once they are all back."""
+        self._app.command_log.echo(sent.command)
+        self._app.command_log.show(commands.Result(commands.sending_lines(sent)))
 
     def answers(self, sent: Broadcast) -> list[str]:
         """What the ranks answered, identical answers once (`[ranks 0-3] 42`), cut to a few lines."""
