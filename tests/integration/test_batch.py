@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import select
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -364,3 +367,37 @@ def test_a_program_on_a_pipe_gets_each_answer_before_it_sends_the_next_line(ddpt
         assert proc.wait(timeout=60) == 1  # input ended with the ranks still paused
     finally:
         proc.kill()
+
+
+STEPS = "s\nn\nn\ns\nn\ns\nr\nn\nunt\nb leaf\nc\nc\ncl 1\nr\nn\nn\nc\n"
+"""Into a generator, into a call, out of it, over a loop (`unt`), to a breakpoint in a call and
+on to it again, then on past a cleared one."""
+_PLACE = re.compile(r"^(?:\[rank 0\] )?(?:> \S+\((\d+)\)(\S+)\(\)(->.*)?|--(Call|Return)--)$")
+
+
+def places(transcript: str) -> list[str]:
+    """The stops a pdb transcript shows, in order: `line function` and --Call-- / --Return-- marks."""
+    found = []
+    for line in transcript.splitlines():
+        match = _PLACE.match(line.strip().removeprefix("(Pdb) "))
+        if match:
+            number, function, value, mark = match.groups()
+            found.append(mark or f"{number} {function}{value or ''}")
+    return found
+
+
+def test_stepping_lands_where_stock_pdb_lands(ddptui: Runner) -> None:
+    """RankPdb does not trace the calls `n`, `r` and `c` pass over (stepping over a forward pass
+    is where pdb's time goes): every stop is stock pdb's all the same."""
+    script = SCRIPTS / "stepping.py"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONBREAKPOINT"}
+    stock = subprocess.run(
+        [sys.executable, str(script)], input=STEPS, capture_output=True, text=True, timeout=60, env=env
+    )
+    result = ddptui.batch(script, STEPS, nproc=1)
+    assert result.returncode == 0, result.stdout + result.stderr
+    expected = places(stock.stdout)
+    stops = [place for place in expected if place not in ("Call", "Return")]
+    assert len(stops) == STEPS.count("\n") - 2 and "6 leaf" in stops, stock.stdout  # b and cl do not stop
+    assert places(result.stdout) == expected, result.stdout
+    assert "result 16 21" in stock.stdout and "[rank 0] result 16 21" in result.stdout

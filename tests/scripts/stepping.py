@@ -1,0 +1,24 @@
+"""Calls, a generator and a loop to step through: where `s`, `n`, `r`, `unt`, `b` and `c` land
+under ddptui is where they land under stock pdb (plain Python, no torch)."""
+
+
+def leaf(i):
+    return i * 2
+
+
+def middle(i):
+    total = 0
+    for j in range(3):
+        total += leaf(j)
+    return total + i
+
+
+def gen(n):
+    for i in range(n):
+        yield middle(i)
+
+
+breakpoint()
+values = list(gen(3))
+result = middle(10)
+print("result", result, sum(values))
