@@ -15,6 +15,9 @@ minute), and collects their figures:
 4. memory of the app with 64 ranks x 10,000 lines against the tmux server's for the same
    (`bench/memory.py`). Goal: <= tmux.
 5. idle CPU of the app with 256 paused ranks (`bench/idle.py`). Goal: under 2 % of a core.
+6. `n` over a line that makes 20,000 Python calls (`bench/step_over.py`): a ddptui rank stepped by
+   the core against a stock-pdb rank, each call being an event pdb's trace function sees. No goal
+   in the issue; ddptui should not be the slower.
 
 The scripts' own progress goes to standard error as they run; the table (with the machine: cores,
 CPU model, load average, date, Python) follows. `--json` prints everything (the table's rows and
@@ -45,7 +48,7 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 TIMEOUT = 3600.0
 """Seconds one bench script may run."""
-ITEMS = {1: "lockstep", 2: "drain", 3: "keys", 4: "memory", 5: "idle"}
+ITEMS = {1: "lockstep", 2: "drain", 3: "keys", 4: "memory", 5: "idle", 6: "step over calls"}
 FLOOD_GOAL_MS = 50.0
 IDLE_GOAL_PCT = 2.0
 NO_FLOOD_JSON = "bench/ui_flood.py has no --json yet: not run (run it by hand for its own table)"
@@ -324,6 +327,25 @@ def idle_lines(data: Any, note: str) -> list[Line]:
     ]
 
 
+# -- item 6: stepping over calls --------------------------------------------------------------------
+def step_over_lines(data: Any, note: str) -> list[Line]:
+    """`n` over a line of many Python calls: the core's ranks against stock pdb's."""
+    if data is None:
+        return [Line("6 n over calls", "-", "-", "-", "<= 1x stock", "-", note)]
+    ours, base = data["ways"]["core"]["median_ms"], data["ways"]["stock"]["median_ms"]
+    return [
+        Line(
+            f"6 n over {data['calls']} calls",
+            num(ours, "ms"),
+            f"stock pdb {num(base, 'ms')}",
+            times(ratio(ours, base)),
+            "<= 1x stock",
+            verdict(ours <= base),
+            load=load_of(data.get("load_before")),
+        )
+    ]
+
+
 # -- machine and table -----------------------------------------------------------------------------
 def machine() -> dict[str, Any]:
     """Where and when the run happened."""
@@ -401,7 +423,7 @@ def render(lines: list[Line], about: dict[str, Any]) -> str:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="1,2,3,4,5", help="items to run, e.g. 1,5 (all)")
+    parser.add_argument("--only", default="1,2,3,4,5,6", help="items to run, e.g. 1,5 (all)")
     parser.add_argument("--sizes", help="lockstep rank counts (4,16,64,256; --quick: 4,16)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes everywhere: a smoke run")
     parser.add_argument("--json", action="store_true", help="print everything as JSON (the table to stderr)")
@@ -411,9 +433,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     try:
         args.only = {int(item) for item in args.only.split(",") if item.strip()}
     except ValueError:
-        parser.error("--only takes item numbers 1-5, e.g. 1,5")
+        parser.error("--only takes item numbers 1-6, e.g. 1,5")
     if not args.only or not args.only <= set(ITEMS):
-        parser.error("--only takes item numbers 1-5, e.g. 1,5")
+        parser.error("--only takes item numbers 1-6, e.g. 1,5")
     args.sizes = args.sizes or ("4,16" if args.quick else "4,16,64,256")
     args.flood_rounds = args.flood_rounds or (1 if args.quick else 2)
     return args
@@ -446,6 +468,9 @@ def run_items(args: argparse.Namespace) -> dict[str, Any]:
         size = ["--ranks", "64", "--window", "3"] if args.quick else []
         data, note = run_json("idle.py", size)
         raw["idle"] = data or {"note": note}
+    if 6 in args.only:
+        data, note = run_json("step_over.py", ["--steps", "10"] if args.quick else [])
+        raw["step_over"] = data or {"note": note}
     if 1 in args.only:  # last: stepping 256 ranks leaves the load average high for a minute
         steps = ["--steps", "10", "--batch-runs", "1", "--batch-steps", "50"] if args.quick else []
         data, note = run_json("lockstep.py", ["--sizes", args.sizes, *steps])
@@ -470,6 +495,8 @@ def table_lines(raw: dict[str, Any], only: set[int]) -> list[Line]:
         lines += memory_lines(*split("memory"))
     if "idle" in raw:
         lines += idle_lines(*split("idle"))
+    if "step_over" in raw:
+        lines += step_over_lines(*split("step_over"))
     return lines
 
 
