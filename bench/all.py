@@ -15,9 +15,9 @@ minute), and collects their figures:
 4. memory of the app with 64 ranks x 10,000 lines against the tmux server's for the same
    (`bench/memory.py`). Goal: <= tmux.
 5. idle CPU of the app with 256 paused ranks (`bench/idle.py`). Goal: under 2 % of a core.
-6. `n` over a line that makes 20,000 Python calls (`bench/step_over.py`): a ddptui rank stepped by
-   the core against a stock-pdb rank, each call being an event pdb's trace function sees. No goal
-   in the issue; ddptui should not be the slower.
+6. `n` over a line that makes 20,000 Python calls (`bench/step_over.py`), with no breakpoint set
+   and with one: a ddptui rank stepped by the core against a stock-pdb rank, each call being an
+   event pdb's trace function sees. No goal in the issue; ddptui should not be the slower.
 
 The scripts' own progress goes to standard error as they run; the table (with the machine: cores,
 CPU model, load average, date, Python) follows. `--json` prints everything (the table's rows and
@@ -335,7 +335,7 @@ def step_over_lines(data: Any, note: str) -> list[Line]:
     ours, base = data["ways"]["core"]["median_ms"], data["ways"]["stock"]["median_ms"]
     return [
         Line(
-            f"6 n over {data['calls']} calls",
+            f"6 n over {data['calls']} calls, {'a' if data['breakpoint'] else 'no'} breakpoint set",
             num(ours, "ms"),
             f"stock pdb {num(base, 'ms')}",
             times(ratio(ours, base)),
@@ -469,8 +469,9 @@ def run_items(args: argparse.Namespace) -> dict[str, Any]:
         data, note = run_json("idle.py", size)
         raw["idle"] = data or {"note": note}
     if 6 in args.only:
-        data, note = run_json("step_over.py", ["--steps", "10"] if args.quick else [])
-        raw["step_over"] = data or {"note": note}
+        for name, mode in (("step_over", []), ("step_over_breakpoint", ["--breakpoint"])):
+            data, note = run_json("step_over.py", [*mode, *(["--steps", "10"] if args.quick else [])])
+            raw[name] = data or {"note": note}
     if 1 in args.only:  # last: stepping 256 ranks leaves the load average high for a minute
         steps = ["--steps", "10", "--batch-runs", "1", "--batch-steps", "50"] if args.quick else []
         data, note = run_json("lockstep.py", ["--sizes", args.sizes, *steps])
@@ -495,8 +496,9 @@ def table_lines(raw: dict[str, Any], only: set[int]) -> list[Line]:
         lines += memory_lines(*split("memory"))
     if "idle" in raw:
         lines += idle_lines(*split("idle"))
-    if "step_over" in raw:
-        lines += step_over_lines(*split("step_over"))
+    for name in ("step_over", "step_over_breakpoint"):
+        if name in raw:
+            lines += step_over_lines(*split(name))
     return lines
 
 

@@ -2,8 +2,10 @@
 
 pdb traces every call of a Python function while it steps: `n` over `loss = model(x)` runs the
 debugger's trace function once for each call the forward pass makes. The rank script loops over
-`x = sum(f(i) for i in range(CALLS))` (CALLS calls of `f`, as many resumptions of the generator),
-and each way steps it with `n`, on ranks of its own, taking turns:
+`x = sum(map(f, range(CALLS)))`, `f` being a function of another file (a library's), and each way
+steps it with `n`, on ranks of its own, taking turns. `--breakpoint` sets a breakpoint in the
+script first (on a line never reached), as `b train.py:N` does: pdb then looks up the file of
+every call (the same path as `c` on its way to that breakpoint). The ways:
 
 * stock: stock-pdb ranks, stepped by the bare pty loop of `bench/lockstep.py` (the baseline);
 * rankpdb: `python -m ddptui.rank` ranks (RankPdb, no link), the same bare loop;
@@ -27,17 +29,26 @@ import time
 
 from lockstep import BLOCK, TURN_WARMUP, WARMUP, Way, bare_way, core_way, ddptui_ranks, machine, stock_ranks
 
+LIBRARY = """\
+def f(i):
+    return i + 1
+"""
 SCRIPT = """\
 import pdb
 
-
-def f(i):
-    return i + 1
+from calls_library import f
 
 
-pdb.Pdb().set_trace()
+def never():
+    return 0
+
+
+debugger = pdb.Pdb()
+if {breakpoint}:
+    debugger.set_break(debugger.canonic(__file__), 7)
+debugger.set_trace()
 for i in range(10**9):
-    x = sum(f(i) for i in range({calls}))
+    x = sum(map(f, range({calls})))
 """
 WAYS = {
     "stock": "stock pdb, bare pty loop",
@@ -50,6 +61,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line: calls per line, ranks, timed steps, output format."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=20000, help="calls of f on the stepped line (20000)")
+    parser.add_argument("--breakpoint", action="store_true", help="set a breakpoint in the script first")
     parser.add_argument("--nproc", type=int, default=1, help="ranks per way (1)")
     parser.add_argument("--steps", type=int, default=20, help="timed steps per way (20)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON on standard output")
@@ -92,14 +104,17 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="ddptui-bench-") as tmp:
         script = os.path.join(tmp, "rank.py")
         with open(script, "w") as out:
-            out.write(SCRIPT.format(calls=args.calls))
+            out.write(SCRIPT.format(calls=args.calls, breakpoint=args.breakpoint))
+        with open(os.path.join(tmp, "calls_library.py"), "w") as out:
+            out.write(LIBRARY)
         times = asyncio.run(measure(script, tmp, args))
     medians = {name: statistics.median(values) for name, values in times.items()}
     print(
         f"{about['date']}, {about['usable_cores']} usable cores, {about['platform']}, "
         f"Python {about['python']}, load average {load:.2f}; "
-        f"`n` over a line making {args.calls} calls of f (and as many generator resumptions), "
-        f"{args.nproc} rank(s) a way, {args.steps} timed steps",
+        f"`n` over a line making {args.calls} calls of a library's f, "
+        + ("a breakpoint set in the script, " if args.breakpoint else "no breakpoint set, ")
+        + f"{args.nproc} rank(s) a way, {args.steps} timed steps",
         file=report,
     )
     print(f"  {'way':<40}{'median ms':>10}{'x stock':>9}", file=report)
@@ -122,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
                     "machine": about,
                     "load_before": load,
                     "calls": args.calls,
+                    "breakpoint": args.breakpoint,
                     "nproc": args.nproc,
                     "ways": figures,
                 },

@@ -369,20 +369,21 @@ def test_a_program_on_a_pipe_gets_each_answer_before_it_sends_the_next_line(ddpt
         proc.kill()
 
 
-STEPS = "s\nn\nn\ns\nn\ns\nr\nn\nunt\nb leaf\nc\nc\ncl 1\nr\nn\nn\nc\n"
-"""Into a generator, into a call, out of it, over a loop (`unt`), to a breakpoint in a call and
-on to it again, then on past a cleared one."""
-_PLACE = re.compile(r"^(?:\[rank 0\] )?(?:> \S+\((\d+)\)(\S+)\(\)(->.*)?|--(Call|Return)--)$")
+STEPS = "s\nn\nn\ns\nn\ns\nr\nn\nunt\nb leaf\nc\nc\ncl 1\nr\nn\nn\nb leaf, i >= 5\nc\nu\nc\nc\n"
+"""Into a generator, into a call, out of it, over a loop (`unt`), to a breakpoint in a call and on
+to it again, on past it once cleared, then to a conditional one reached through a library's file
+(a file without a breakpoint, whose calls pdb does not trace) and up into that file."""
+_PLACE = re.compile(r"^(?:\[rank 0\] )?(?:> (\S+)\((\d+)\)(\S+)\(\)(->.*)?|--(Call|Return)--)$")
 
 
 def places(transcript: str) -> list[str]:
-    """The stops a pdb transcript shows, in order: `line function` and --Call-- / --Return-- marks."""
+    """The stops a pdb transcript shows, in order: `file line function` and --Call-- / --Return--."""
     found = []
     for line in transcript.splitlines():
         match = _PLACE.match(line.strip().removeprefix("(Pdb) "))
         if match:
-            number, function, value, mark = match.groups()
-            found.append(mark or f"{number} {function}{value or ''}")
+            path, number, function, value, mark = match.groups()
+            found.append(mark or f"{os.path.basename(path)} {number} {function}{value or ''}")
     return found
 
 
@@ -398,6 +399,7 @@ def test_stepping_lands_where_stock_pdb_lands(ddptui: Runner) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     expected = places(stock.stdout)
     stops = [place for place in expected if place not in ("Call", "Return")]
-    assert len(stops) == STEPS.count("\n") - 2 and "6 leaf" in stops, stock.stdout  # b and cl do not stop
+    assert len(stops) == 18, stock.stdout  # 21 commands: the last `c` ends the program, 3 set breakpoints
+    assert "stepping_lib.py 5 <listcomp>" in stops and stops[-1] == "stepping.py 8 leaf", stock.stdout
     assert places(result.stdout) == expected, result.stdout
-    assert "result 16 21" in stock.stdout and "[rank 0] result 16 21" in result.stdout
+    assert "result 16 21 [10, 12]" in stock.stdout and "[rank 0] result 16 21 [10, 12]" in result.stdout

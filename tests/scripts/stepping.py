@@ -1,6 +1,8 @@
 """Calls, a generator and a loop to step through: where `s`, `n`, `r`, `unt`, `b` and `c` land
 under ddptui is where they land under stock pdb (plain Python, no torch)."""
 
+from stepping_lib import apply
+
 
 def leaf(i):
     return i * 2
@@ -21,4 +23,5 @@ def gen(n):
 breakpoint()
 values = list(gen(3))
 result = middle(10)
-print("result", result, sum(values))
+doubled = apply(leaf, [5, 6])
+print("result", result, sum(values), doubled)

@@ -242,22 +242,24 @@ class RankPdb(_ORIGINAL_PDB):
 
     def trace_dispatch(self, frame: types.FrameType, event: str, arg: Any) -> Any:
         """bdb's trace function, which Python calls at every call of a Python function while pdb
-        traces: `n` over a line that makes 40,000 calls took 11 ms under stock pdb, 3.4 ms so.
+        traces: `n` over a line that makes 40,000 calls took 11 ms under stock pdb, 3.4 ms here.
 
-        A call into a frame other than the one `n`, `r` or `c` stops in, with no breakpoint set,
-        is not traced: bdb answers it so too, through four calls of Python methods a time.
+        A call into a frame other than the one `n`, `r` or `c` stops in, in a file without a
+        breakpoint, is not traced: bdb answers it so too, through four calls of Python methods.
         """
         if (
             event == "call"
             and self.stopframe is not None
             and frame is not self.stopframe
-            and not self.breaks
             and self.botframe is not None
             and not self.quitting
         ):
-            if _DISABLE_EVENT:
-                self.disable_current_event()  # type: ignore[attr-defined]  # Python 3.14's bdb on sys.monitoring
-            return None
+            breaks = self.breaks  # bdb's break_anywhere: is a breakpoint set in the frame's file?
+            known = self.fncache.get(frame.f_code.co_filename) if breaks else None  # the file's `canonic`
+            if not breaks or (known is not None and known not in breaks):
+                if _DISABLE_EVENT:
+                    self.disable_current_event()  # type: ignore[attr-defined]  # Python 3.14's bdb on sys.monitoring
+                return None
         return super().trace_dispatch(frame, event, arg)
 
     def stop_here(self, frame: types.FrameType) -> bool:
