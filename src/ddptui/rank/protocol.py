@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import sysconfig
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar
 
@@ -78,7 +77,15 @@ def short_path(path: str) -> str:
 
 _DDPTUI_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _DEMO_DIR = os.path.join(_DDPTUI_DIR, "demo") + os.sep
-_LIBRARY_DIRS = tuple({sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")})
+
+
+@functools.cache
+def _library_dirs() -> tuple[str, ...]:
+    """The interpreter's library directories (worked out at the first frame looked at, not at every
+    rank's start: sysconfig's paths take 1-1.5 ms, and torch does not import sysconfig)."""
+    import sysconfig
+
+    return tuple({sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")})
 
 
 def is_ddptui(path: str) -> bool:
@@ -101,7 +108,7 @@ def is_library(path: str) -> bool:
         return True
     if path.startswith(_DEMO_DIR):
         return False
-    return path.startswith(("<", *_LIBRARY_DIRS)) or "/site-packages/" in path or "/dist-packages/" in path
+    return path.startswith(("<", *_library_dirs())) or "/site-packages/" in path or "/dist-packages/" in path
 
 
 @dataclass(frozen=True)
