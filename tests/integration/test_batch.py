@@ -403,3 +403,18 @@ def test_stepping_lands_where_stock_pdb_lands(ddptui: Runner) -> None:
     assert "stepping_lib.py 5 <listcomp>" in stops and stops[-1] == "stepping.py 8 leaf", stock.stdout
     assert places(result.stdout) == expected, result.stdout
     assert "result 16 21 [10, 12]" in stock.stdout and "[rank 0] result 16 21 [10, 12]" in result.stdout
+
+
+def test_cl_clears_every_breakpoint_without_asking(ddptui: Runner) -> None:
+    """pdb's `cl` asks `Clear all breaks?` on the terminal, which a batch line cannot answer (the
+    ranks sat at the question, `waiting`): sent by ddptui, it clears them and says which."""
+    result = ddptui.batch(SCRIPTS / "stepping.py", "b leaf\ncl\nc\n")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Clear all breaks?" not in result.stdout
+    for rank in (0, 1):
+        lines = rank_lines(result.stdout, rank)
+        assert any(
+            line.startswith("Deleted breakpoint 1 at ") and line.endswith("stepping.py:7") for line in lines
+        )
+        assert lines[-1] == "result 16 21 [10, 12]"  # `c` ran on to the end: no breakpoint left
+    assert summary(result.stdout) == {0: "exited 0", 1: "exited 0"}

@@ -319,6 +319,34 @@ async def test_a_broadcast_is_echoed_before_what_it_sets_off() -> None:
         application.session.kill_now()
 
 
+async def test_cl_broadcast_clears_every_rank_and_cl_typed_in_a_pane_asks() -> None:
+    """pdb's `cl` asks `Clear all breaks?`, which no broadcast answers: sent to every rank it
+    clears them all at once; typed into one rank's pane, that rank asks, as pdb does."""
+    application = DdptuiApp(Session(spec(SCRIPTS / "stepping.py")))
+    async with application.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: all_paused(application), timeout=60)
+        await pilot.press("f2", *"b leaf", "enter")
+        await until(pilot, lambda: all("Breakpoint 1 at" in screen_text(application, r) for r in (0, 1)))
+        await until(pilot, lambda: all_paused(application))
+        await pilot.press(*"cl", "enter")
+        deleted = "Deleted breakpoint 1 at "
+        await until(pilot, lambda: all(deleted in screen_text(application, r) for r in (0, 1)))
+        await until(pilot, lambda: all_paused(application))
+        assert not any("Clear all breaks?" in screen_text(application, r) for r in (0, 1))
+        await pilot.press(*"b leaf", "enter", "f2")  # breakpoint 2 on both; then keys go to the panes
+        await until(pilot, lambda: all("Breakpoint 2 at" in screen_text(application, r) for r in (0, 1)))
+        await until(pilot, lambda: all_paused(application))
+        await pilot.press("f4")  # rank 1's pane
+        await until(
+            pilot, lambda: isinstance(application.focused, RankPane) and application.focused.rank == 1
+        )
+        await pilot.press(*"cl", "enter")
+        await until(pilot, lambda: last_line(application, 1) == "Clear all breaks?")
+        await pilot.press("y", "enter")
+        await until(pilot, lambda: "Deleted breakpoint 2 at " in screen_text(application, 1))
+        assert "Deleted breakpoint 2 at " not in screen_text(application, 0)
+
+
 async def test_terminal_queries_are_not_typed_into_pdb() -> None:
     application = DdptuiApp(Session(spec(SCRIPTS / "queries.py")))
     async with application.run_test(size=(160, 40)) as pilot:

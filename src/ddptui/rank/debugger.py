@@ -144,8 +144,11 @@ class RankPdb(_ORIGINAL_PDB):
         how = os.environ.get(PLAIN_INPUT_ENV)
         self._may_edit = how != "1"
         """A prompt may read through readline."""
+        self._ddptui_types = False
+        """Commands come from ddptui (`--batch`), or from ddptui unless keys were typed (`PromptInput`)."""
         if how == "1":
             self.use_rawinput = False  # `cmd.Cmd`'s switch: self.stdin.readline(), not input()
+            self._ddptui_types = self.stdin is sys.stdin
         elif how == PLAIN_UNTIL_EDITED:
             from ddptui.rank.line_input import PromptInput
 
@@ -153,6 +156,7 @@ class RankPdb(_ORIGINAL_PDB):
             if stream is sys.stdin and reads_terminal(stream):
                 self.stdin = PromptInput(stream, self)  # type: ignore[assignment]  # cmd.Cmd calls readline() only
                 self.use_rawinput = False
+                self._ddptui_types = True
         if not self.use_rawinput:  # cmd.Cmd writes the prompt to self.stdout and flushes it
             self.stdout = HeldOutput.around(self.stdout)
 
@@ -372,6 +376,21 @@ class RankPdb(_ORIGINAL_PDB):
             self._program_terminal = None
         if detached and _on_resume is not None:
             _on_resume()
+
+    def do_clear(self, arg: str) -> None:
+        """`clear` without an argument asks `Clear all breaks?` on the terminal: a command ddptui
+        sent to every rank left each one at the question, which no broadcast answers (the ranks
+        were then `waiting`, and `y` was not sent: not at a prompt). Sent by ddptui, it clears them
+        all and says which, as pdb does after a `y`; typed into a rank's pane, pdb asks."""
+        if arg.strip() or not self._ddptui_types or getattr(self.stdin, "typed", False):
+            super().do_clear(arg)
+            return
+        cleared = [bp for bp in bdb.Breakpoint.bpbynumber if bp]
+        self.clear_all_breaks()
+        for bp in cleared:
+            self.message(f"Deleted {bp}")
+
+    do_cl = do_clear
 
     def do_interact(self, arg: str) -> None:
         """`interact` is a prompt too (Python's): the rank stays `paused` while it is open."""

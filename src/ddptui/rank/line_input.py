@@ -76,6 +76,8 @@ class PromptInput:
         """Lines read but not yet handed over (a read can hold more than one)."""
         self._whole = True
         """The last read ended at a line's end: the decoder holds no part of a character."""
+        self.typed = False
+        """The last command was typed into the rank's pane (read through readline), not sent by ddptui."""
 
     def readline(self) -> str:
         """The next command, with its newline ("" at the end of input)."""
@@ -95,8 +97,10 @@ class PromptInput:
                 raise
             if self._fd in ready:
                 _done_reading()
+                self.typed = False
                 return self._plain()
             os.read(_wake_read, 512)  # still reading: the loop's top switches to readline
+        self.typed = True
         try:
             return self._edited()
         finally:
