@@ -418,3 +418,13 @@ def test_cl_clears_every_breakpoint_without_asking(ddptui: Runner) -> None:
         )
         assert lines[-1] == "result 16 21 [10, 12]"  # `c` ran on to the end: no breakpoint left
     assert summary(result.stdout) == {0: "exited 0", 1: "exited 0"}
+
+
+def test_restart_is_not_sent(ddptui: Runner) -> None:
+    """pdb's `restart` raises pdb.Restart in a program it did not start: every rank crashed with it."""
+    result = ddptui.batch(SCRIPTS / "steps.py", "restart\nrun\nc\n")
+    assert result.returncode == 0, result.stdout + result.stderr
+    notes = [line for line in result.stdout.splitlines() if line.startswith("ddptui: not sent: pdb restarts")]
+    said = [line for line in result.stdout.splitlines() if line.startswith("[rank")]
+    assert len(notes) == 2 and not any("Restart" in line for line in said), result.stdout
+    assert summary(result.stdout) == {0: "exited 0", 1: "exited 0"}

@@ -176,6 +176,13 @@ def guard(session: Session, targets: frozenset[int] | None, override: str) -> Re
     return Result((f"not sent: the ranks stand at different places ({spread}); {override}",), error=True)
 
 
+RESTARTS = frozenset({"run", "restart"})
+NO_RESTART = (
+    "not sent: pdb restarts only a program it started itself (python -m pdb); in a rank it raises "
+    "pdb.Restart, which ends the rank's program. To start the job over, quit and run ddptui again"
+)
+
+
 def sending_lines(sent: Broadcast) -> tuple[str, ...]:
     """What happened as a broadcast went out: the ranks it was not sent to, the typed lines it cleared."""
     return (
@@ -204,6 +211,8 @@ async def send(
         return None, held
     if not session.live(line.targets):
         return None, Result(("no live rank to send it to",), error=True)
+    if line.text.split()[0] in RESTARTS:
+        return None, Result((NO_RESTART,), error=True)
     control = next((c for c in line.text if c < " " or c == "\x7f"), None)
     if control is not None:  # the terminal (or readline) would act on it: ^C, ^Z, ^\\, ^U, tab...
         return None, Result((f"not sent: it holds the control character {control!r}",), error=True)
