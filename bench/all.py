@@ -17,7 +17,9 @@ minute), and collects their figures:
 5. idle CPU of the app with 256 paused ranks (`bench/idle.py`). Goal: under 2 % of a core.
 6. `n` over a line that makes 20,000 Python calls (`bench/step_over.py`), with no breakpoint set
    and with one: a ddptui rank stepped by the core against a stock-pdb rank, each call being an
-   event pdb's trace function sees. No goal in the issue; ddptui should not be the slower.
+   event pdb's trace function sees; and in process, without a terminal (`bench/trace_overhead.py`),
+   `r` out of a 20,000-iteration loop and `n` over 20,000 calls under RankPdb against pdb.Pdb.
+   No goal in the issue; ddptui should not be the slower.
 
 The scripts' own progress goes to standard error as they run; the table (with the machine: cores,
 CPU model, load average, date, Python) follows. `--json` prints everything (the table's rows and
@@ -346,6 +348,23 @@ def step_over_lines(data: Any, note: str) -> list[Line]:
     ]
 
 
+def trace_lines(data: Any, note: str) -> list[Line]:
+    """The trace function in process: RankPdb against pdb.Pdb, case by case."""
+    if data is None:
+        return [Line("6 trace function, in process", "-", "-", "-", "<= 1x stock", "-", note)]
+    return [
+        Line(
+            f"6 {case} ({data['loop']}), in process",
+            num(figures["rankpdb_ms"], "ms"),
+            f"pdb.Pdb {num(figures['stock_ms'], 'ms')}",
+            times(ratio(figures["rankpdb_ms"], figures["stock_ms"])),
+            "<= 1x stock",
+            verdict(figures["rankpdb_ms"] <= figures["stock_ms"]),
+        )
+        for case, figures in data["cases"].items()
+    ]
+
+
 # -- machine and table -----------------------------------------------------------------------------
 def machine() -> dict[str, Any]:
     """Where and when the run happened."""
@@ -472,6 +491,8 @@ def run_items(args: argparse.Namespace) -> dict[str, Any]:
         for name, mode in (("step_over", []), ("step_over_breakpoint", ["--breakpoint"])):
             data, note = run_json("step_over.py", [*mode, *(["--steps", "10"] if args.quick else [])])
             raw[name] = data or {"note": note}
+        data, note = run_json("trace_overhead.py", ["--rounds", "1"] if args.quick else [])
+        raw["trace_overhead"] = data or {"note": note}
     if 1 in args.only:  # last: stepping 256 ranks leaves the load average high for a minute
         steps = ["--steps", "10", "--batch-runs", "1", "--batch-steps", "50"] if args.quick else []
         data, note = run_json("lockstep.py", ["--sizes", args.sizes, *steps])
@@ -499,6 +520,8 @@ def table_lines(raw: dict[str, Any], only: set[int]) -> list[Line]:
     for name in ("step_over", "step_over_breakpoint"):
         if name in raw:
             lines += step_over_lines(*split(name))
+    if "trace_overhead" in raw:
+        lines += trace_lines(*split("trace_overhead"))
     return lines
 
 
