@@ -11,6 +11,7 @@ from typing import TextIO
 from ddptui.core import batch_input, commands
 from ddptui.core.answers import answer_lines, tagged
 from ddptui.core.batch_input import BatchInputError
+from ddptui.core.lockstep import Broadcast
 from ddptui.core.session import Session
 from ddptui.core.state import NO_STATUS, RankState
 from ddptui.core.targets import TargetError
@@ -63,10 +64,13 @@ class Transcript:
             action()
         self.out.flush()
 
-    def after_step(self, echo: dict[int, str], notes: Iterable[str], sending: Iterable[str] = ()) -> None:
-        """Print `sending` (what happened as the step's command went out), the ranks' answers to
-        the step as they are now, then `notes`, at the next `catch_up`."""
-        self._later += [functools.partial(self._note_now, text) for text in sending]
+    def sent(self, sent: Broadcast) -> None:
+        """A command went out: what happened as it did (ranks not sent it) follows its echo, at the
+        `catch_up` that runs right after (the lockstep's `while_running`)."""
+        self._later += [functools.partial(self._note_now, text) for text in commands.sending_lines(sent)]
+
+    def after_step(self, echo: dict[int, str], notes: Iterable[str]) -> None:
+        """Print the ranks' answers to a step as they are now, then `notes`, at the next `catch_up`."""
         ends = {rank.index: rank.output.end for rank in self.session.ranks}
         launcher = self.session.launcher
         if launcher is not None:
@@ -240,12 +244,12 @@ async def run_line(session: Session, line: str, transcript: Transcript) -> bool:
             transcript.note(text)
         return not result.quit
     await session.wait_settled(range(len(session.ranks)))
-    sent, said = await commands.send(session, parsed)
+    sent, said = await commands.send(session, parsed, transcript.sent)
     if sent is None:
         for text in said.lines:
             transcript.note(text)
     else:  # printed while the next command runs
-        transcript.after_step({reply.rank: sent.command for reply in sent.replies}, said.lines, said.sending)
+        transcript.after_step({reply.rank: sent.command for reply in sent.replies}, said.lines)
     return True
 
 

@@ -34,9 +34,6 @@ class Result:
     """Cross-rank tables behind the lines (`:compare EXPR`, `watch EXPR`), for front ends that draw them."""
     stack: Node | None = None
     """The merged stack tree behind `:stacks`' lines, for front ends that draw it."""
-    sending: tuple[str, ...] = ()
-    """What happened as a broadcast went out (ranks it was not sent to, typed lines it cleared):
-    said right after its echo, before the ranks' answers, which may come from what it set off."""
 
 
 Handler = Callable[[Session, str], Awaitable[Result]]
@@ -184,7 +181,9 @@ NO_RESTART = (
 
 
 def sending_lines(sent: Broadcast) -> tuple[str, ...]:
-    """What happened as a broadcast went out: the ranks it was not sent to, the typed lines it cleared."""
+    """What happened as a broadcast went out: the ranks it was not sent to, the typed lines it
+    cleared. Front ends say it right after the command's echo (`send`'s `on_sent`), before the
+    ranks' answers, which may come from what the command set off."""
     return (
         *(
             f"{sent.command} not sent to {ranks}, not at a prompt ({why})"
@@ -227,7 +226,7 @@ async def send(
     waiting = ((a.rank, a.state.describe()) for a in result.replies if a.state.phase is Phase.WAITING)
     notes = [f"{ranks} {where}" for ranks, where in by_words(waiting)]
     watched = watch_result(await watch_tables(session))
-    return result, Result((*notes, *watched.lines), tables=watched.tables, sending=sending_lines(result))
+    return result, Result((*notes, *watched.lines), tables=watched.tables)
 
 
 async def evaluate(session: Session, expr: str, targets: Iterable[int] | None = None) -> dict[int, Answer]:
