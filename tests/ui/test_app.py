@@ -319,6 +319,22 @@ async def test_a_broadcast_is_echoed_before_what_it_sets_off() -> None:
         application.session.kill_now()
 
 
+async def test_the_log_echoes_a_line_as_typed_whether_sent_or_held_back(app: DdptuiApp) -> None:
+    """`@1 p ...` is echoed with its targets, and `restart` (never sent) is echoed before the
+    reason it was not sent, as --batch echoes them."""
+    log = app.command_log.lines_text
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: all_paused(app))
+        await pilot.press("f2", *"@1 p rank + 500", "enter")
+        await until(pilot, lambda: "[rank 1] 501" in log())
+        assert log()[-2:] == ["(ddptui) @1 p rank + 500", "[rank 1] 501"]
+        await until(pilot, lambda: all_paused(app))
+        await pilot.press(*"restart", "enter")
+        await until(pilot, lambda: log()[-1].startswith("not sent: pdb restarts only a program"))
+        assert log()[-2] == "(ddptui) restart"
+        app.session.kill_now()
+
+
 async def test_cl_broadcast_clears_every_rank_and_cl_typed_in_a_pane_asks() -> None:
     """pdb's `cl` asks `Clear all breaks?`, which no broadcast answers: sent to every rank it
     clears them all at once; typed into one rank's pane, that rank asks, as pdb does."""

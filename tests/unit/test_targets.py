@@ -33,6 +33,8 @@ def test_by_words_groups_ranks_that_say_the_same() -> None:
 def test_parse_line() -> None:
     assert parse_line("  n ", 2) == Line("pdb", "n")
     assert parse_line("@1 p x + 1", 2) == Line("pdb", "p x + 1", frozenset({1}))
+    assert parse_line(" @1  p x ", 2).echo == "@1  p x"  # as typed
+    assert Line("pdb", "n").echo == "n"  # a key's command (F10)
     assert parse_line(":ranks 0", 2) == Line("ddptui", "ranks 0")
     assert parse_line("   ", 2).kind == "empty"
     with pytest.raises(TargetError, match="no command after @0"):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 class TargetError(ValueError):
@@ -78,6 +78,14 @@ class Line:
     """Ranks named by an `@` prefix; None means the session's default."""
     force: bool = False
     """`!n`: send an execution command even to ranks that stand at different places."""
+    typed: str = field(default="", compare=False)
+    """The line as the user typed it (`@1 p x`), for its echo; empty for a key's command (F10).
+    Not part of what the line means: `@1  p x` and `@1 p x` are one command."""
+
+    @property
+    def echo(self) -> str:
+        """What the command log shows of the line: as typed, or the key's command."""
+        return self.typed or self.text
 
     @property
     def executes(self) -> bool:
@@ -110,4 +118,4 @@ def parse_line(line: str, world_size: int, groups: Mapping[str, frozenset[int]] 
     forced = stripped.startswith("!") and stripped[1:].split(" ", 1)[0] in EXECUTION_COMMANDS
     if forced:  # `!n` is ddptui's "send anyway"; other `!statement` lines are pdb's own
         stripped = stripped[1:]
-    return Line("pdb", stripped, targets, forced)
+    return Line("pdb", stripped, targets, forced, line.strip())

@@ -6,6 +6,7 @@ lockstep, whose answers the command log shows once per distinct answer.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from ddptui.core import commands
@@ -65,16 +66,18 @@ class CommandLine:
         app = self._app
         if not app.session.ranks or app._quitting:
             return
-        sent, said = await commands.send(app.session, line, self._sent)
+        sent, said = await commands.send(app.session, line, functools.partial(self._sent, line))
         if sent is not None:
             app.command_log.show(commands.Result(tuple(self.answers(sent))))
+        else:  # held back (the divergence guard, `restart`...): what was typed, then why
+            app.command_log.echo(line.echo)
         app.command_log.show(said)
         app.watch_panel.show(said.tables)
 
-    def _sent(self, sent: Broadcast) -> None:
-        """The command went out: its echo (and the ranks it skipped) come before what it sets off
-        (a crash said while the ranks run), its answers once they are all back."""
-        self._app.command_log.echo(sent.command)
+    def _sent(self, line: Line, sent: Broadcast) -> None:
+        """The command went out: its echo, as typed (and the ranks it skipped), come before what
+        it sets off (a crash said while the ranks run), its answers once they are all back."""
+        self._app.command_log.echo(line.echo)
         self._app.command_log.show(commands.Result(commands.sending_lines(sent)))
 
     def answers(self, sent: Broadcast) -> list[str]:
