@@ -25,6 +25,12 @@ It times the same step six ways, each on ranks of its own:
   with `synchronize-panes` on: one `send-keys n Enter`, then wait until every pane printed a new
   prompt, as a control-mode client (`tmux -C`) sees the panes' output.
 
+Each way's CPU time over its timed steps is split (as the scheduler counts it, all threads): one
+rank's per step, and the driver's per step (this process: the bare loop or the core; for tmux its
+server and control client too). With many more ranks than cores the machine is saturated and a
+step takes about (N x rank + driver) / cores: a microsecond of one rank's CPU counts N times, one
+of the driver's once.
+
 Every way but batch takes turns in blocks of five timed steps (after two untimed ones: the first
 steps after the other ways' turns are slower, whichever way it is), on ranks alive side by side,
 so load that comes and goes during a run moves every way alike instead of the ratios; batch (a
@@ -107,6 +113,24 @@ class Row:
     notes: dict[str, str] = field(default_factory=dict)
     """Why a way has no figures (tmux missing, a failure)."""
     load: float = 0.0
+    cpu: dict[str, list[int]] = field(default_factory=dict)
+    """A way's CPU time over its timed steps, in ns: its ranks' and its driver's."""
+
+    def add_cpu(self, way: str, ranks: int, drivers: int) -> None:
+        """Count the CPU time of a block of timed steps."""
+        totals = self.cpu.setdefault(way, [0, 0])
+        totals[0] += ranks
+        totals[1] += drivers
+
+    def rank_cpu(self, way: str) -> float:
+        """Seconds of CPU one rank used per step, on average; NaN when not measured."""
+        steps = len(self.times.get(way, []))
+        return self.cpu[way][0] / 1e9 / steps / self.nproc if way in self.cpu and steps else math.nan
+
+    def driver_cpu(self, way: str) -> float:
+        """Seconds of CPU the driver (the core, the bare loop, tmux) used per step; NaN when not measured."""
+        steps = len(self.times.get(way, []))
+        return self.cpu[way][1] / 1e9 / steps if way in self.cpu and steps else math.nan
 
     def median(self, way: str) -> float:
         """The median step of a way; NaN when not measured."""
@@ -307,10 +331,29 @@ def ddptui_ranks(nproc: int, script: str, tmp: str, linked: bool) -> PtyRanks:
 
 @dataclass
 class Way:
-    """One way of stepping, set up and ready: `step` times one step, `close` ends its ranks."""
+    """One way of stepping, set up and ready: `step` times one step, `close` ends its ranks.
+
+    `ranks` and `drivers` are the processes whose CPU time a step is split into: the rank
+    processes, and what steps them (this process; for tmux its server and control client too).
+    """
 
     step: Callable[[], Awaitable[float]]
     close: Callable[[], Awaitable[None]]
+    ranks: list[int] = field(default_factory=list)
+    drivers: list[int] = field(default_factory=lambda: [os.getpid()])
+
+
+def cpu_ns(pids: list[int]) -> int:
+    """Nanoseconds the processes ran on a CPU (every thread), as the scheduler counts it
+    (`/proc/PID/task/*/schedstat`); a process gone meanwhile counts 0."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for task in os.listdir(f"/proc/{pid}/task"):
+                path = f"/proc/{pid}/task/{task}/schedstat"
+                with contextlib.suppress(OSError, ValueError), open(path) as stat:
+                    total += int(stat.read().split()[0])
+    return total
 
 
 def bare_way(ranks: PtyRanks) -> Way:
@@ -323,7 +366,7 @@ def bare_way(ranks: PtyRanks) -> Way:
         ranks.close()
 
     ranks.wait_prompts()
-    return Way(step, close)
+    return Way(step, close, [proc.pid for proc in ranks.procs])
 
 
 def tmux_way(nproc: int, script: str) -> Way:
@@ -345,7 +388,9 @@ def tmux_way(nproc: int, script: str) -> Way:
     except BaseException:
         panes.close()
         raise
-    return Way(step, close)
+    assert panes.client is not None
+    panes_pids = [int(pid) for pid in panes.run("list-panes", "-t", "bench", "-F", "#{pane_pid}").split()]
+    return Way(step, close, panes_pids, [os.getpid(), panes.server_pid, panes.client.pid])
 
 
 async def core_way(nproc: int, script: str) -> Way:
@@ -361,7 +406,7 @@ async def core_way(nproc: int, script: str) -> Way:
     except BaseException:
         await session.close()
         raise
-    return Way(step, session.close)
+    return Way(step, session.close, [rank.transport.pid for rank in session.ranks])
 
 
 async def measure_turns(row: Row, script: str, tmp: str, steps: int, skip: set[str]) -> None:
@@ -393,10 +438,13 @@ async def measure_turns(row: Row, script: str, tmp: str, steps: int, skip: set[s
             turn = order[block % len(order) :] + order[: block % len(order)]
             for name in [n for n in turn if n in ways]:
                 try:
+                    way = ways[name]
                     for _ in range(TURN_WARMUP):
-                        await ways[name].step()
+                        await way.step()
+                    ranks, drivers = cpu_ns(way.ranks), cpu_ns(way.drivers)
                     for _ in range(min(BLOCK, steps - start_step)):
-                        row.times.setdefault(name, []).append(await ways[name].step())
+                        row.times.setdefault(name, []).append(await way.step())
+                    row.add_cpu(name, cpu_ns(way.ranks) - ranks, cpu_ns(way.drivers) - drivers)
                 except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
                     await drop(row, ways, name, exc)
     finally:
@@ -653,6 +701,11 @@ def ms(value: float, width: int = 8) -> str:
     return f"{'-':>{width}}" if math.isnan(value) else f"{value * 1e3:>{width}.2f}"
 
 
+def us(value: float, width: int) -> str:
+    """Seconds as right-aligned microseconds, `-` for not measured."""
+    return f"{'-':>{width}}" if math.isnan(value) else f"{value * 1e6:>{width}.0f}"
+
+
 def times(value: float, width: int = 8) -> str:
     """A ratio, `-` for not measured."""
     return f"{'-':>{width}}" if math.isnan(value) else f"{value:>{width}.2f}"
@@ -661,13 +714,16 @@ def times(value: float, width: int = 8) -> str:
 def table(row: Row, skip: set[str]) -> list[str]:
     """The lines of one job size: a way a line, in ms per step, ratios over stock and hooks."""
     lines = [f"N={row.nproc} (load average {row.load:.2f} at the start)"]
-    lines.append(f"  {'way':<38}{'median':>8}{'p90':>8}{'x stock':>9}{'x hooks':>9}")
+    lines.append(
+        f"  {'way':<38}{'median':>8}{'p90':>8}{'x stock':>9}{'x hooks':>9}{'rank us':>9}{'driver us':>11}"
+    )
     for way, title in WAYS.items():
         if way in skip:
             continue
         lines.append(
             f"  {title:<38}{ms(row.median(way))}{ms(row.p90(way))}{times(row.ratio(way), 9)}"
             f"{times(row.ratio(way, 'hooks') if way in ('core', 'batch') else math.nan, 9)}"
+            f"{us(row.rank_cpu(way), 9)}{us(row.driver_cpu(way), 11)}"
         )
         if way in row.notes:
             lines.append(f"    ({row.notes[way]})")
@@ -690,6 +746,8 @@ def as_json(rows: list[Row], args: argparse.Namespace, about: dict[str, object])
                     "mean_ms": number(row.mean(way)),
                     "p90_ms": number(row.p90(way)),
                     "ratio_stock": number(row.ratio(way), 1),
+                    "rank_cpu_us": number(row.rank_cpu(way), 1e6),
+                    "driver_cpu_us": number(row.driver_cpu(way), 1e6),
                     "samples_ms": [round(t * 1e3, 4) for t in row.times.get(way, [])],
                 }
                 for way in WAYS
@@ -711,7 +769,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{about['date']}, {about['usable_cores']} usable cores, {about['platform']}, "
         f"Python {about['python']}, load average {about['load_average']}; "
-        f"{args.steps} timed steps per way (+{WARMUP} warm-up), times in ms per step",
+        f"{args.steps} timed steps per way (+{WARMUP} warm-up), times in ms per step; CPU time "
+        "per step in us: of one rank, and of the driver (this process, the core or tmux)",
         file=report,
         flush=True,
     )
