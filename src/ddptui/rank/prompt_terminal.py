@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import termios  # a small C module; asked at every plain prompt (an import statement there cost more)
 from typing import IO, Any
 
 
@@ -55,10 +56,12 @@ class HeldOutput:
         if not self._held:
             return
         data, self._held = b"".join(self._held), []
-        with contextlib.suppress(OSError, ValueError):
+        try:  # not contextlib.suppress: a context manager's object and two Python calls, every step
             self.stream.flush()  # whatever the stream itself buffered comes first
             while data:
                 data = data[os.write(1, data) :]
+        except (OSError, ValueError):
+            pass
 
     def write(self, text: str) -> int:
         """Write text, or hold it."""
@@ -111,8 +114,6 @@ def cook_terminal() -> list[Any] | None:
     """Make the terminal hand over lines, echoed, for a prompt that reads plain lines: a program
     may have left it raw (as a key-reading program does), which readline would not mind. Returns
     the settings to put back when the prompt closes; None when nothing changed (or no terminal)."""
-    import termios  # plain input only: one small C module
-
     try:
         saved = termios.tcgetattr(0)
     except termios.error:
@@ -129,8 +130,6 @@ def cook_terminal() -> list[Any] | None:
 
 def restore_terminal(saved: list[Any]) -> None:
     """Put back the settings `cook_terminal` changed."""
-    import termios
-
     with contextlib.suppress(termios.error):
         termios.tcsetattr(0, termios.TCSANOW, saved)
 

@@ -221,9 +221,11 @@ class Paused(Message):
         return paused_line(frame.file, frame.line, frame.func, self.post_mortem, self.depth)
 
 
+@functools.lru_cache(maxsize=1024)
 def paused_line(file: str, line: int, func: str, post_mortem: bool, depth: int) -> bytes:
     """A `Paused`'s line, formatted directly: a rank sends one every step, with its caches cold,
-    and building it through dataclasses and `json.dumps` cost a quarter of a RankPdb step."""
+    and building it through dataclasses and `json.dumps` cost a quarter of a RankPdb step. Kept:
+    a loop stops at the same few lines again and again."""
     return (
         f'{{"k":"paused","frame":[{_quoted(file)},{line or 0:d},{_quoted(func)}],'
         f'"post_mortem":{"true" if post_mortem else "false"},"depth":{depth:d}}}\n'
