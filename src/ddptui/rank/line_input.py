@@ -36,6 +36,9 @@ _answers: list[threading.Event] = []
 """`edit` requests waiting for the open plain prompt to become a readline prompt (or to end)."""
 _wake_read, _wake_write = os.pipe()
 os.set_blocking(_wake_write, False)
+_history_seen: tuple[int, str] = (0, "")
+"""readline's history length and the command last read plainly, once it is history's last line:
+the same command again is not looked up (a history item is decoded through the locale)."""
 _LINE_ENDS = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
@@ -93,10 +96,10 @@ class PromptInput:
             try:
                 ready = select.select([self._fd, _wake_read], [], [])[0]
             except BaseException:  # Ctrl-C: pdb's KeyboardInterrupt
-                _done_reading()
+                _now_reading("")
                 raise
             if self._fd in ready:
-                _done_reading()
+                _now_reading("")
                 self.typed = False
                 return self._plain()
             os.read(_wake_read, 512)  # still reading: the loop's top switches to readline
@@ -104,7 +107,7 @@ class PromptInput:
         try:
             return self._edited()
         finally:
-            _done_reading()
+            _now_reading("")  # done reading: an `edit` waiting for the prompt is answered
 
     def _plain(self) -> str:
         """A line as the terminal hands it over, kept in readline's history for Up in a pane."""
@@ -124,10 +127,13 @@ class PromptInput:
             line = self._lines.pop(0)
         readline = sys.modules.get("readline")
         command = line.rstrip("\r\n")
-        if readline is not None and command.strip():
+        if readline is not None and command and not command.isspace():
+            global _history_seen
             length = readline.get_current_history_length()
-            if not length or readline.get_history_item(length) != command:
-                readline.add_history(command)
+            if (length, command) != _history_seen:  # not the line just kept (`n` again and again)
+                if not length or readline.get_history_item(length) != command:
+                    readline.add_history(command)
+                _history_seen = (readline.get_current_history_length(), command)
         return line
 
     def _edited(self) -> str:
@@ -152,11 +158,6 @@ class PromptInput:
             readline.set_completer(old_completer)
 
 
-def _done_reading() -> None:
-    """The main thread has its command (or an exception): an `edit` waiting for it is answered."""
-    _now_reading("")
-
-
 def _editing() -> None:
     """readline's pre-input hook: it has the terminal now, so the core may forward the keys."""
     _now_reading("editing")
@@ -167,8 +168,9 @@ def _now_reading(what: str) -> None:
     global _reading
     with _lock:
         _reading = what
-        answers = _answers[:] if _answers else None
+        if not _answers:  # nearly always: no `edit` waits
+            return
+        answers = _answers[:]
         _answers.clear()
-    if answers:
-        for answered in answers:
-            answered.set()
+    for answered in answers:
+        answered.set()
