@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -173,3 +174,23 @@ def test_a_process_gone_between_the_scan_and_its_parent_check_does_not_stop_the_
     assert _parent(process) in (None, psutil.Process().pid)  # alive, or already exited
     child.wait()
     assert _parent(process) is None
+
+
+def test_ranks_end_and_are_reaped_on_a_kernel_without_pidfd_open(ddptui: Runner, tmp_path: Path) -> None:
+    """Before Linux 5.3, or in a container whose seccomp profile forbids it, `os.pidfd_open` fails
+    with ENOSYS or EPERM: ddptui then looks for its ranks' exits on a timer."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import errno, os\n\n"
+        "def pidfd_open(pid, flags=0):\n"
+        "    raise OSError(errno.ENOSYS, os.strerror(errno.ENOSYS))\n\n"
+        "os.pidfd_open = pidfd_open\n"
+    )
+    ddptui.env["PYTHONPATH"] = str(site)
+    result = ddptui.batch(SCRIPTS / "steps.py", "c\n", nproc=2, timeout=60)
+    assert summary(result.stdout) == {0: "exited 0", 1: "exited 0"}, result.stdout + result.stderr
+    assert result.returncode == 0
+    crashed = ddptui.batch(SCRIPTS / "dies_early.py", "", nproc=2, timeout=60)
+    assert crashed.returncode != 0 and "Traceback" not in crashed.stderr, crashed.stderr
+    assert not ddptui.leftovers()

@@ -43,6 +43,9 @@ the bytes is not (a pane's skip-ahead emulates inside `feed`). bench/ui_flood.py
 EXIT_FLUSH = 2.0
 """Seconds an exited rank waits for the pump to drain its pty (a child of the rank may hold the
 terminal open, and write, forever)."""
+REAP_POLL = 0.05
+"""Seconds between looks for a rank's exit where the kernel has no pidfd_open (before Linux 5.3,
+or a container whose seccomp profile forbids it): waitpid is then asked on a timer."""
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -96,8 +99,13 @@ class LocalRank(RankTransport):
             self._key, self._ring = pump.add(self._fd, self._take, self._unpumped)
         else:
             self._loop.add_reader(self._fd, self._drain)
-        self._pidfd = os.pidfd_open(self.pid)
-        self._loop.add_reader(self._pidfd, self._reap)
+        self._pidfd: int | None = None
+        try:
+            self._pidfd = os.pidfd_open(self.pid)
+        except (OSError, AttributeError):  # no pidfd here: look on a timer
+            self._loop.call_later(REAP_POLL, self._look_for_exit)
+        else:
+            self._loop.add_reader(self._pidfd, self._reap)
 
     # -- the link -----------------------------------------------------------------------------
     def link(self, connection: Connection) -> None:
@@ -223,16 +231,23 @@ class LocalRank(RankTransport):
         if data:
             self.on_output(data)
 
-    def _reap(self) -> None:
-        """Collect the exit status once the process is gone, after its last output."""
+    def _look_for_exit(self) -> None:
+        """Without a pidfd: ask waitpid every REAP_POLL seconds until the process is gone."""
+        if not self._reap():
+            self._loop.call_later(REAP_POLL, self._look_for_exit)
+
+    def _reap(self) -> bool:
+        """Collect the exit status once the process is gone, after its last output; True once gone."""
         try:
             pid, status = os.waitpid(self.pid, os.WNOHANG)
         except ChildProcessError:
             pid, status = self.pid, 255 << 8
         if pid == 0:
-            return
-        self._loop.remove_reader(self._pidfd)
-        os.close(self._pidfd)
+            return False
+        if self._pidfd is not None:
+            self._loop.remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
         self._pty.terminated, self._pty.exitstatus = True, status
         self._status = status
         if self._ring is not None and self._pump is not None:
@@ -240,6 +255,7 @@ class LocalRank(RankTransport):
             self._exit_timer = self._loop.call_later(EXIT_FLUSH, self._exited)
         else:
             self._exited()
+        return True
 
     def _exited(self) -> None:
         """Hand over the rank's last bytes, then its exit status (once)."""
