@@ -265,3 +265,19 @@ async def test_session_hostile_bytes_through_the_pump() -> None:
         )
     finally:
         await session.close()
+
+
+async def test_without_memfd_the_ptys_are_read_on_the_loop(
+    job: LocalJob, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No memfd_create (Linux before 3.17): a rank's ring cannot be made, so its pty is read on the
+    loop, every byte as with the pump."""
+
+    def no_memfd(name: str, flags: int = 0) -> int:
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(os, "memfd_create", no_memfd)
+    rank, seen = spawn(job, str(200_000), "5")
+    assert await asyncio.wait_for(seen.exited, 30) == 0
+    assert bytes(seen.data) == expected(200_000, 5)
+    assert rank._ring is None

@@ -96,8 +96,9 @@ class LocalRank(RankTransport):
         """The exit status, until the last bytes are in and it is handed over."""
         self._exit_timer: asyncio.TimerHandle | None = None
         if pump is not None and pump.alive:
-            self._key, self._ring = pump.add(self._fd, self._take, self._unpumped)
-        else:
+            with contextlib.suppress(OSError, AttributeError):  # no memfd (Linux before 3.17): read here
+                self._key, self._ring = pump.add(self._fd, self._take, self._unpumped)
+        if self._ring is None:
             self._loop.add_reader(self._fd, self._drain)
         self._pidfd: int | None = None
         try:
