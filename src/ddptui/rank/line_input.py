@@ -111,6 +111,7 @@ class PromptInput:
 
     def _plain(self) -> str:
         """A line as the terminal hands it over, kept in readline's history for Up in a pane."""
+        global _history_seen
         try:
             data = os.read(self._fd, 65536)
         except OSError:  # EIO: the terminal hung up (ddptui is gone); pdb takes it as the end of input
@@ -128,7 +129,6 @@ class PromptInput:
         readline = sys.modules.get("readline")
         command = line.rstrip("\r\n")
         if readline is not None and command and not command.isspace():
-            global _history_seen
             length = readline.get_current_history_length()
             if (length, command) != _history_seen:  # not the line just kept (`n` again and again)
                 if not length or readline.get_history_item(length) != command:
