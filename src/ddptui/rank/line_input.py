@@ -81,6 +81,10 @@ class PromptInput:
         """The last read ended at a line's end: the decoder holds no part of a character."""
         self.typed = False
         """The last command was typed into the rank's pane (read through readline), not sent by ddptui."""
+        self._ready = select.poll()
+        """The terminal and the wake-up pipe, registered once (a `select` call builds its sets anew)."""
+        self._ready.register(self._fd, select.POLLIN)
+        self._ready.register(_wake_read, select.POLLIN)
 
     def readline(self) -> str:
         """The next command, with its newline ("" at the end of input)."""
@@ -94,11 +98,11 @@ class PromptInput:
                     break
                 _reading = "plain"
             try:
-                ready = select.select([self._fd, _wake_read], [], [])[0]
+                ready = self._ready.poll()
             except BaseException:  # Ctrl-C: pdb's KeyboardInterrupt
                 _now_reading("")
                 raise
-            if self._fd in ready:
+            if ready[0][0] == self._fd or len(ready) > 1:  # the terminal has input (the pipe may too)
                 _now_reading("")
                 self.typed = False
                 return self._plain()
