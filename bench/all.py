@@ -20,6 +20,9 @@ minute), and collects their figures:
    event pdb's trace function sees; and in process, without a terminal (`bench/trace_overhead.py`),
    `r` out of a 20,000-iteration loop and `n` over 20,000 calls under RankPdb against pdb.Pdb.
    No goal in the issue; ddptui should not be the slower.
+7. a rank's instructions per lockstep step, counted under valgrind (`bench/rank_cost.py`): a
+   ddptui rank as the core runs it against a stock-pdb rank (and stock pdb on plain lines). No
+   goal in the issue; the figure that does not move from run to run. Needs valgrind.
 
 The scripts' own progress goes to standard error as they run; the table (with the machine: cores,
 CPU model, load average, date, Python) follows. `--json` prints everything (the table's rows and
@@ -50,7 +53,15 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 TIMEOUT = 3600.0
 """Seconds one bench script may run."""
-ITEMS = {1: "lockstep", 2: "drain", 3: "keys", 4: "memory", 5: "idle", 6: "step over calls"}
+ITEMS = {
+    1: "lockstep",
+    2: "drain",
+    3: "keys",
+    4: "memory",
+    5: "idle",
+    6: "step over calls",
+    7: "rank instructions",
+}
 FLOOD_GOAL_MS = 50.0
 IDLE_GOAL_PCT = 2.0
 NO_FLOOD_JSON = "bench/ui_flood.py has no --json yet: not run (run it by hand for its own table)"
@@ -365,6 +376,26 @@ def trace_lines(data: Any, note: str) -> list[Line]:
     ]
 
 
+def rank_cost_lines(data: Any, note: str) -> list[Line]:
+    """A rank's instructions a lockstep step: ddptui's against stock pdb's (and on plain lines)."""
+    if data is None:
+        return [Line("7 rank instructions a step", "-", "-", "-", "(none)", "-", note)]
+    counts = data["instructions_per_step"]
+    return [
+        Line(
+            "7 rank instructions a step" if first else "",
+            f"{counts['ddptui']:,.0f}" if first else "",
+            f"{title} {counts[way]:,.0f}",
+            times(ratio(counts["ddptui"], counts[way])),
+            "(none)" if first else "",
+            "-" if first else "",
+        )
+        for first, (way, title) in zip(
+            (True, False), (("stock", "stock pdb"), ("stock-plain", "pdb, plain")), strict=True
+        )
+    ]
+
+
 # -- machine and table -----------------------------------------------------------------------------
 def machine() -> dict[str, Any]:
     """Where and when the run happened."""
@@ -442,7 +473,7 @@ def render(lines: list[Line], about: dict[str, Any]) -> str:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="1,2,3,4,5,6", help="items to run, e.g. 1,5 (all)")
+    parser.add_argument("--only", default="1,2,3,4,5,6,7", help="items to run, e.g. 1,5 (all)")
     parser.add_argument("--sizes", help="lockstep rank counts (4,16,64,256; --quick: 4,16)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes everywhere: a smoke run")
     parser.add_argument("--json", action="store_true", help="print everything as JSON (the table to stderr)")
@@ -452,9 +483,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     try:
         args.only = {int(item) for item in args.only.split(",") if item.strip()}
     except ValueError:
-        parser.error("--only takes item numbers 1-6, e.g. 1,5")
+        parser.error("--only takes item numbers 1-7, e.g. 1,5")
     if not args.only or not args.only <= set(ITEMS):
-        parser.error("--only takes item numbers 1-6, e.g. 1,5")
+        parser.error("--only takes item numbers 1-7, e.g. 1,5")
     args.sizes = args.sizes or ("4,16" if args.quick else "4,16,64,256")
     args.flood_rounds = args.flood_rounds or (1 if args.quick else 2)
     return args
@@ -493,6 +524,9 @@ def run_items(args: argparse.Namespace) -> dict[str, Any]:
             raw[name] = data or {"note": note}
         data, note = run_json("trace_overhead.py", ["--rounds", "1"] if args.quick else [])
         raw["trace_overhead"] = data or {"note": note}
+    if 7 in args.only:
+        data, note = run_json("rank_cost.py", ["--steps", "100"] if args.quick else [])
+        raw["rank_cost"] = data or {"note": note}
     if 1 in args.only:  # last: stepping 256 ranks leaves the load average high for a minute
         steps = ["--steps", "10", "--batch-runs", "1", "--batch-steps", "50"] if args.quick else []
         data, note = run_json("lockstep.py", ["--sizes", args.sizes, *steps])
@@ -522,6 +556,8 @@ def table_lines(raw: dict[str, Any], only: set[int]) -> list[Line]:
             lines += step_over_lines(*split(name))
     if "trace_overhead" in raw:
         lines += trace_lines(*split("trace_overhead"))
+    if "rank_cost" in raw:
+        lines += rank_cost_lines(*split("rank_cost"))
     return lines
 
 

@@ -2,7 +2,7 @@
 
 With more ranks than cores a lockstep step takes about (N x one rank's CPU + the core's) / cores
 (`bench/lockstep.py` prints both), so a rank's cost counts N times. Timings of it move by 5-10 %
-from run to run on a shared machine; instruction counts do not (within 0.1 %): each way runs one
+from run to run on a shared machine; instruction counts do not (0.1 % in one environment): each way runs one
 rank under valgrind (`--tool=cachegrind --cache-sim=no`) in a real pty, stepped with `n` by a bare
 loop, twice (S1 and S2 steps); the difference over S2 - S1 is one step's instructions, start-up
 and exit taken out. Ways:
@@ -83,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None:
-        print("rank_cost: valgrind is not installed (apt-get install valgrind); nothing measured")
+        why = "valgrind is not installed (apt-get install valgrind): nothing measured"
+        print(json.dumps({"note": why}) if args.json else f"rank_cost: {why}")
         return 0
     import lockstep
 
