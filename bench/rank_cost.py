@@ -2,10 +2,10 @@
 
 With more ranks than cores a lockstep step takes about (N x one rank's CPU + the core's) / cores
 (`bench/lockstep.py` prints both), so a rank's cost counts N times. Timings of it move by 5-10 %
-from run to run on a shared machine; instruction counts do not (0.1 % in one environment): each way runs one
-rank under valgrind (`--tool=cachegrind --cache-sim=no`) in a real pty, stepped with `n` by a bare
-loop, twice (S1 and S2 steps); the difference over S2 - S1 is one step's instructions, start-up
-and exit taken out. Ways:
+from run to run on a shared machine; instruction counts do not (0.1 % in one environment): each
+way runs one rank under valgrind (`--tool=cachegrind --cache-sim=no`) in a real pty, stepped with
+`n` by a bare loop, twice (S1 and S2 steps); the difference over S2 - S1 is one step's
+instructions, start-up and exit taken out. Ways:
 
 * stock: `python rank.py`, stock pdb reading through readline, as in tmux;
 * stock-plain: stock pdb with `use_rawinput = 0` (plain lines from stdin), the lightest pdb;
