@@ -6,6 +6,7 @@ Real ranks (plain Python in real ptys, set raw so the bytes arrive unchanged), a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -71,18 +72,27 @@ class Seen:
         self.exited.set_result(code)
 
 
-@pytest.fixture
-async def job(tmp_path: Path) -> AsyncIterator[LocalJob]:
-    """A local job whose ranks' ptys are read by a pump."""
+@contextlib.asynccontextmanager
+async def pumped_job(tmp_path: Path) -> AsyncIterator[LocalJob]:
+    """A local job that asks for a pump; every rank and the pump are ended afterwards."""
     state = tmp_path / "state"
     state.mkdir()
     local = LocalJob(str(state), pump=True)
     local.start(env())
-    yield local
-    for rank in local.ranks:
-        rank.close()
-    await asyncio.to_thread(local.end, 1.0)
-    await asyncio.to_thread(local.release)
+    try:
+        yield local
+    finally:
+        for rank in local.ranks:
+            rank.close()
+        await asyncio.to_thread(local.end, 1.0)
+        await asyncio.to_thread(local.release)
+
+
+@pytest.fixture
+async def job(tmp_path: Path) -> AsyncIterator[LocalJob]:
+    """A local job whose ranks' ptys are read by a pump."""
+    async with pumped_job(tmp_path) as local:
+        yield local
 
 
 def spawn(job: LocalJob, *args: str) -> tuple[LocalRank, Seen]:
@@ -268,16 +278,18 @@ async def test_session_hostile_bytes_through_the_pump() -> None:
 
 
 async def test_without_memfd_the_ptys_are_read_on_the_loop(
-    job: LocalJob, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """No memfd_create (Linux before 3.17): a rank's ring cannot be made, so its pty is read on the
-    loop, every byte as with the pump."""
+    """No memfd_create (Linux before 3.17): no ring can be made, so no pump starts and the ranks'
+    ptys are read on the loop, every byte as with the pump."""
 
     def no_memfd(name: str, flags: int = 0) -> int:
         raise OSError(38, "Function not implemented")
 
     monkeypatch.setattr(os, "memfd_create", no_memfd)
-    rank, seen = spawn(job, str(200_000), "5")
-    assert await asyncio.wait_for(seen.exited, 30) == 0
-    assert bytes(seen.data) == expected(200_000, 5)
-    assert rank._ring is None
+    async with pumped_job(tmp_path) as job:
+        assert job.pump is None
+        rank, seen = spawn(job, str(200_000), "5")
+        assert await asyncio.wait_for(seen.exited, 30) == 0
+        assert bytes(seen.data) == expected(200_000, 5)
+        assert rank._ring is None

@@ -96,9 +96,8 @@ class LocalRank(RankTransport):
         """The exit status, until the last bytes are in and it is handed over."""
         self._exit_timer: asyncio.TimerHandle | None = None
         if pump is not None and pump.alive:
-            with contextlib.suppress(OSError, AttributeError):  # no memfd (Linux before 3.17): read here
-                self._key, self._ring = pump.add(self._fd, self._take, self._unpumped)
-        if self._ring is None:
+            self._key, self._ring = pump.add(self._fd, self._take, self._unpumped)
+        else:
             self._loop.add_reader(self._fd, self._drain)
         self._pidfd: int | None = None
         try:
@@ -345,7 +344,7 @@ class LocalJob:
             start_new_session=True,
             env=env,
         )
-        if self._pumped:
+        if self._pumped and Ring.available():  # no memfd (Linux before 3.17): ptys read on the loop
             self.pump = Pump({k: v for k, v in env.items() if k != STATE_DIR_ENV})
 
     def spawn(

@@ -79,6 +79,17 @@ class Ring:
         os.ftruncate(fd, HEADER + size)
         return cls(fd, size), fd
 
+    @classmethod
+    def available(cls) -> bool:
+        """True where a ring can be made: memfd_create (Linux 3.17 and later, a Python that has it)."""
+        try:
+            ring, fd = cls.create(mmap.PAGESIZE)
+        except (OSError, AttributeError):
+            return False
+        os.close(fd)
+        ring.close()
+        return True
+
     def unread(self) -> int:
         """Bytes written and not yet taken."""
         return int(self.slots[WRITTEN] - self.slots[TAKEN])
