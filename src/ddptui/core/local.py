@@ -43,9 +43,9 @@ the bytes is not (a pane's skip-ahead emulates inside `feed`). bench/ui_flood.py
 EXIT_FLUSH = 2.0
 """Seconds an exited rank waits for the pump to drain its pty (a child of the rank may hold the
 terminal open, and write, forever)."""
-REAP_POLL = 0.05
-"""Seconds between looks for a rank's exit where the kernel has no pidfd_open (before Linux 5.3,
-or a container whose seccomp profile forbids it): waitpid is then asked on a timer."""
+REAP_POLL = 0.1
+"""Seconds between looks for the ranks' exits where the kernel has no pidfd_open (before Linux
+5.3, or a container whose seccomp profile forbids it): the job asks waitpid of each on one timer."""
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -102,10 +102,12 @@ class LocalRank(RankTransport):
         self._pidfd: int | None = None
         try:
             self._pidfd = os.pidfd_open(self.pid)
-        except (OSError, AttributeError):  # no pidfd here: look on a timer
-            self._loop.call_later(REAP_POLL, self._look_for_exit)
+        except (OSError, AttributeError):
+            pass  # no pidfd here: `LocalJob` asks `reap` on a timer (`polled`)
         else:
-            self._loop.add_reader(self._pidfd, self._reap)
+            self._loop.add_reader(self._pidfd, self.reap)
+        self.polled = self._pidfd is None
+        """True when nothing says this rank exited: `reap` must be asked on a timer."""
 
     # -- the link -----------------------------------------------------------------------------
     def link(self, connection: Connection) -> None:
@@ -231,12 +233,7 @@ class LocalRank(RankTransport):
         if data:
             self.on_output(data)
 
-    def _look_for_exit(self) -> None:
-        """Without a pidfd: ask waitpid every REAP_POLL seconds until the process is gone."""
-        if not self._reap():
-            self._loop.call_later(REAP_POLL, self._look_for_exit)
-
-    def _reap(self) -> bool:
+    def reap(self) -> bool:
         """Collect the exit status once the process is gone, after its last output; True once gone."""
         try:
             pid, status = os.waitpid(self.pid, os.WNOHANG)
@@ -331,6 +328,8 @@ class LocalJob:
         self.pump: Pump | None = None
         """The process that drains the ranks' ptys (see `ddptui.core.pump`), when used."""
         self.ranks: list[LocalRank] = []
+        self._polled: list[LocalRank] = []
+        """Ranks without a pidfd whose exit is still to be seen (see `REAP_POLL`)."""
         self._adopted: set[int] = set()
         self._watchdog: subprocess.Popen[bytes] | None = None
 
@@ -357,7 +356,17 @@ class LocalJob:
             with contextlib.suppress(OSError):
                 self._watchdog.stdin.write(f"{rank.pid} {rank.process.create_time()!r}\n".encode())
                 self._watchdog.stdin.flush()
+        if rank.polled:
+            self._polled.append(rank)
+            if len(self._polled) == 1:  # the first: the timer starts
+                asyncio.get_running_loop().call_later(REAP_POLL, self._look_for_exits)
         return rank
+
+    def _look_for_exits(self) -> None:
+        """Without pidfds: one pass of waitpid over the ranks not yet gone, every REAP_POLL seconds."""
+        self._polled = [rank for rank in self._polled if not rank.reap()]
+        if self._polled:
+            asyncio.get_running_loop().call_later(REAP_POLL, self._look_for_exits)
 
     def processes(self) -> list[psutil.Process]:
         """Every live process of the session (remembering adopted children, to reap them later)."""
