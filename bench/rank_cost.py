@@ -25,6 +25,7 @@ import shutil
 import sys
 import tempfile
 
+import lockstep
 from lockstep import STOCK_PROMPT, PtyRanks, bench_env
 
 from ddptui.rank.protocol import (
@@ -86,8 +87,6 @@ def main(argv: list[str] | None = None) -> int:
         why = "valgrind is not installed (apt-get install valgrind): nothing measured"
         print(json.dumps({"note": why}) if args.json else f"rank_cost: {why}")
         return 0
-    import lockstep
-
     lockstep.STEP_TIMEOUT = 300.0  # a step under valgrind is some 50 times slower
     figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="ddptui-rank-cost-") as tmp:
