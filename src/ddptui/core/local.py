@@ -194,7 +194,14 @@ class LocalRank(RankTransport):
 
     def _drain(self) -> None:
         """Read the pty as fast as it fills: a slow UI must never block a rank's writes."""
-        data = self._read()
+        try:  # one read nearly always has it all (a lockstep step's output): `_read` only for more
+            data = os.read(self._fd, 65536)
+        except OSError:
+            data = b""
+        if 0 < len(data) < PTY_CHUNK:
+            self.on_output(data)
+            return
+        data = data + self._read()
         if data:
             self.on_output(data)
 

@@ -115,7 +115,8 @@ class Lockstep:
         session = self._session
         async with self._lock:
             ranks = session.live(targets)
-            await session.wait_until(lambda: session.all_settled(ranks))
+            if not session.all_settled(ranks):  # nearly always settled: no waiter made
+                await session.wait_until(lambda: session.all_settled(ranks))
             result = Broadcast(command)
             ready: list[Rank] = []
             for rank in ranks:
@@ -144,7 +145,8 @@ class Lockstep:
                 self._out, self._all_back, self.command = set(), None, ""
             result.replies = [Answer(r.index, r.output.since(start[r.index][0]), r.state) for r in ready]
             if command.split()[0] in EXECUTION_COMMANDS:
-                await session.replace_waiting()
+                if session.watched:  # after a step, nearly always none: every rank is back at a prompt
+                    await session.replace_waiting()
                 session.verdicts.after_step()
             return result
 

@@ -32,11 +32,17 @@ class MarkReader:
         """
         if self._held:
             data, self._held = self._held + data, b""
-        if MARK_INTRO not in data:  # nearly always: one find in C
+        at = data.find(MARK_INTRO)
+        if at < 0:  # nearly always: one find in C
             cut = _cut_intro(data)
             if cut < len(data):
                 data, self._held = data[:cut], data[cut:]
             return data, []
+        end = data.find(MARK_END, at, at + MAX_MARK)
+        if end >= 0 and data.find(b"\x1b", end) < 0:  # one whole mark, then plain text (a prompt): every step
+            message = self._event(data[at + len(MARK_INTRO) : end])
+            if message is not None:
+                return data[:at] + data[end + 1 :], [message]
         kept: list[bytes] = []
         events: list[Message] = []
         out = search = 0  # output not yet kept starts at `out`; the next mark is looked for from `search`

@@ -36,6 +36,7 @@ from ddptui.core.verdicts import VerdictWatch
 from ddptui.core.watchdog import Watchdog
 from ddptui.rank.protocol import Hello, Message, Reply, StartsRanks, mark_key
 
+_RUNNING, _WAITING, _STARTING = Phase.RUNNING, Phase.WAITING, Phase.STARTING
 TICK = 0.1
 """Seconds between checks for stalled ranks and overdue prompts."""
 
@@ -212,8 +213,8 @@ class Session:
         data, events = rank.marks.feed(data)
         if data:
             self._received(rank, data)
-        for event in events:
-            self._message(rank, event)
+        for event in events:  # a `Paused`, the one event said in a terminal
+            rank.on_message(event)
 
     def _ended(self, rank: Rank, status: int) -> None:
         """A rank's process is gone: what its output held back is output after all, then the exit."""
@@ -235,13 +236,15 @@ class Session:
         """Tell the front ends, wake the waiters; a rank found waiting or gone gets its collectives read."""
         index, state = rank.index, rank.state
         self.lockstep.touch(index)
-        if state.active:  # the watchdog's to look at
+        phase, code = state.phase, state.exit_code
+        # `state.active` (the watchdog's to look at), spelt out: twice a rank a lockstep step
+        if code is None and (phase is _RUNNING or phase is _WAITING or phase is _STARTING):
             self._watchdog.active.add(index)
         else:
             self._watchdog.active.discard(index)
         for callback in self.on_state:
             callback(index, state)
-        if (state.phase is Phase.WAITING or state.exit_code is not None) and not self._closing:
+        if (phase is _WAITING or code is not None) and not self._closing:
             self.verdicts.trigger()
         crash = state.crash
         if crash is not None and UNUSED_ERROR in crash.message and not self._explained:
@@ -249,6 +252,11 @@ class Session:
             self._reports.append(asyncio.ensure_future(explain_unused(self, rank.index)))
         if self._changed:
             self._notify()
+
+    @property
+    def watched(self) -> bool:
+        """True while a rank is starting, running or waiting: one the watchdog looks at."""
+        return bool(self._watchdog.active)
 
     @property
     def ticking(self) -> bool:
