@@ -251,6 +251,21 @@ async def test_commands_ddptui_sends_are_read_as_plain_lines(line_editing: bool)
         assert rank.output.since(mark) == b"p 6 * 7\r\n42\r\n(Pdb r0) "
 
 
+async def test_broadcasts_sent_together_take_turns() -> None:
+    """A broadcast asked for while one is in flight goes once that one is back: each finds every
+    rank at its prompt, and each gets its own answers."""
+    async with running_session(SCRIPTS / "steps.py", nproc=2) as session:
+        await reach(session, "prompt")
+        both = asyncio.gather(session.broadcast("p 6 * 7"), session.broadcast("p 'second'"))
+        first, second = await asyncio.wait_for(both, TIMEOUT)
+        for result, said in ((first, b"42\r\n"), (second, b"'second'\r\n")):
+            assert not result.skipped
+            assert [answer.rank for answer in result.replies] == [0, 1]
+            for answer in result.replies:
+                assert said in answer.output and answer.state.phase is Phase.PAUSED, answer
+        assert not [answer for answer in first.replies if b"second" in answer.output]
+
+
 def screen_lines(output: bytes) -> list[str]:
     """The lines a terminal shows for `output`, trailing blanks cut."""
     screen = pyte.Screen(80, 24)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -64,7 +65,7 @@ class Lockstep:
         changed state (`touch`)."""
         self._session = session
         self._look_every = look_every
-        self._lock = asyncio.Lock()
+        self._turns = Turns()
         self.command = ""
         """The command being broadcast, or empty."""
         self._out: set[int] = set()
@@ -113,7 +114,12 @@ class Lockstep:
         if not command.strip() or "\n" in command or "\r" in command:
             raise ValueError("a broadcast is one non-empty line (an empty line repeats pdb's last command)")
         session = self._session
-        async with self._lock:
+        turns = self._turns
+        if turns.busy:
+            await turns.wait()
+        else:
+            turns.busy = True
+        try:
             ranks = session.live(targets)
             if not session.all_settled(ranks):  # nearly always settled: no waiter made
                 await session.wait_until(lambda: session.all_settled(ranks))
@@ -149,6 +155,8 @@ class Lockstep:
                     await session.replace_waiting()
                 session.verdicts.after_step()
             return result
+        finally:
+            turns.done()
 
     def look(self) -> None:
         """The watchdog's tick: look again at every rank the broadcast in flight waits for."""
@@ -197,6 +205,43 @@ class Lockstep:
         if len(places) < 2:
             return ""
         return " · ".join(f"{format_ranks(ranks)} at {where}" for where, ranks in places.values())
+
+
+class Turns:
+    """One broadcast at a time, first come first served, as an `asyncio.Lock` would, but without
+    a coroutine made while no broadcast is in flight (nearly always: a lock's two cost a 1-rank
+    step 6 % of its work).
+
+    `busy` free: take it (`busy = True`); busy: `await wait()`, which returns holding it. Either
+    way, `done()` once finished.
+    """
+
+    def __init__(self) -> None:
+        self.busy = False
+        self._waiting: deque[asyncio.Future[None]] = deque()
+
+    async def wait(self) -> None:
+        """Wait until the broadcasts before this one are done; return with the turn taken."""
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.done()  # handed the turn as the task was cancelled: hand it on
+            raise
+        finally:
+            if waiter in self._waiting:
+                self._waiting.remove(waiter)
+
+    def done(self) -> None:
+        """Hand the turn to the first broadcast still waiting, else free it."""
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self.busy = False
 
 
 def wake(waiter: asyncio.Future[None]) -> None:
