@@ -136,11 +136,11 @@ class Lockstep:
             if session.keys.typing:  # keys typed in a pane without Enter: the command would add to them
                 cleared = {r.index: session.keys.abandon(r.index) for r in ready}
                 result.cleared = {i: text for i, text in cleared.items() if text is not None}
-            for rank in ready:  # all writes first: the ranks start at the same moment
-                rank.write(CLEAR_LINE + line if rank.index in result.cleared else line)
-            for rank in ready:
-                rank.resumed()
+            for rank in ready:  # before the writes: once a rank is sent its line, this process gets
+                rank.resumed()  # out of its way (the kernel often wakes it on the core that wrote)
             self._start, self._out = start, set(start)  # running now: none is back yet
+            for rank in ready:  # all writes together: the ranks start at the same moment
+                rank.write(CLEAR_LINE + line if rank.index in result.cleared else line)
             try:
                 if on_sent is not None:
                     on_sent(result)
@@ -186,7 +186,7 @@ class Lockstep:
     @staticmethod
     def _returned(rank: Rank, paused_count: int, now: float) -> bool:
         """True when a rank sent a command is back at its prompt, stalled, or gone."""
-        if rank.state.phase is Phase.PAUSED:
+        if rank.state.phase is _PAUSED:
             return rank.paused_count > paused_count and rank.settled(now)
         return rank.settled(now)
 

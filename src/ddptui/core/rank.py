@@ -22,6 +22,9 @@ from ddptui.rank.protocol import Crashed, Exited, Identity, Message, Paused, Run
 _TRAILING_ESCAPES = re.compile(rb"(?:\x1b\[[0-?]*[ -/]*[@-~]|\x1b[=>])*\Z")
 PROMPT_GRACE = 1.0
 """Seconds to wait for the prompt's text after the side channel said `paused`."""
+_RUNNING, _PAUSED, _WAITING = Phase.RUNNING, Phase.PAUSED, Phase.WAITING
+"""Module globals: an enum's member read through its class costs ten times as much (its
+metaclass has a `__getattr__`), and a lockstep step asks a rank's phase a few times."""
 
 
 def crash_site(frames: tuple[Frame, ...]) -> Frame | None:
@@ -127,7 +130,7 @@ class Rank:
     def resumed(self) -> None:
         """A command was sent, the rank printed, or it used CPU: it is running (unless gone)."""
         state = self.state
-        if state.exit_code is None and not (state.phase is Phase.RUNNING and state.waiting_in is None):
+        if state.exit_code is None and not (state.phase is _RUNNING and state.waiting_in is None):
             self._set(state.running())
 
     def stalled(self, where: Frame | None, callee: str | None) -> None:
@@ -149,7 +152,7 @@ class Rank:
     def received(self, data: bytes) -> None:
         """Record output; a waiting rank that prints is running again."""
         self.output.append(data)
-        if self.state.phase is Phase.WAITING:
+        if self.state.phase is _WAITING:
             self._set(self.state.running())
 
     def write(self, data: bytes) -> None:
@@ -190,6 +193,7 @@ class Rank:
 
     def settled(self, now: float) -> bool:
         """Paused with its prompt on screen (or the prompt is overdue), waiting, or gone."""
-        if self.state.phase is Phase.PAUSED:
+        phase = self.state.phase
+        if phase is _PAUSED:
             return self.prompt_shown() or now - self.paused_at > PROMPT_GRACE
-        return self.state.phase is Phase.WAITING or not self.state.alive
+        return phase is _WAITING or not self.state.alive
