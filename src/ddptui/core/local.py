@@ -205,19 +205,21 @@ class LocalRank(RankTransport):
         if data:
             self.on_output(data)
 
-    def _take(self) -> None:
-        """Take what the pump put in the ring (a wake-up's share; all of it once the rank exited)."""
+    def _take(self) -> bool:
+        """Take what the pump put in the ring (a turn's share; all of it once the rank exited);
+        True while the ring holds more."""
         ring = self._ring
         assert ring is not None
         closed, flushed = ring.slots[CLOSED], ring.slots[FLUSHED]  # first: bytes before them are in
         if (closed or flushed) and self._status is not None:
             self._exited()
-            return
+            return False
         data = ring.take(TAKE_CAP)
         if data:
             self.on_output(data)
         if closed and not ring.unread():
             self._closed = True
+        return self._ring is ring and ring.unread() > 0
 
     def _unpumped(self) -> None:
         """The pump is gone: take what it left, then read the pty here (no other reader is left)."""
