@@ -73,6 +73,11 @@ from ddptui.rank.protocol import RANK_ENV, SOCKET_ENV, STATE_DIR_ENV, TOKEN_ENV
 
 WARMUP = 3
 """Untimed steps of each way before the timed ones."""
+STEPS = 40
+STEP_BUDGET = 1600
+"""Timed steps per way: STEP_BUDGET / N, at least STEPS. Forty 4-rank steps are 8 ms of a way's
+time, which one scheduling hiccup moves by a third (two ways alike, 1.00 and 1.58x, in one run);
+a way gets at least 400 of them."""
 BLOCK = 5
 TURN_WARMUP = 2
 """Untimed steps at the start of each block: a way's first steps after the others' turn are
@@ -156,7 +161,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line: job sizes, timed steps, batch runs, ways to skip, output format."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="4,16,64", help="comma-separated rank counts (4,16,64)")
-    parser.add_argument("--steps", type=int, default=40, help="timed steps S per way and size (40)")
+    parser.add_argument(
+        "--steps", type=int, help=f"timed steps S per way and size (max({STEPS}, {STEP_BUDGET} / N))"
+    )
     parser.add_argument(
         "--batch-steps", type=int, help="B: timed `n` lines of a batch run (5 S x max(1, 64 / N))"
     )
@@ -167,7 +174,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.sizes = [int(size) for size in args.sizes.split(",") if size.strip()]
     args.skip = {way.strip() for way in args.skip.split(",") if way.strip()}
     if (
-        min(args.steps, args.batch_steps or 2) < 2
+        min(args.steps or 2, args.batch_steps or 2) < 2
         or args.batch_runs < 1
         or not args.sizes
         or min(args.sizes) < 1
@@ -664,15 +671,25 @@ class TmuxPanes:
 
 
 # -- one job size ----------------------------------------------------------------------------
+def timed_steps(args: argparse.Namespace, nproc: int) -> int:
+    """S, the timed steps of each way: --steps, else STEP_BUDGET / N, at least STEPS."""
+    return int(args.steps or max(STEPS, STEP_BUDGET // nproc))
+
+
+def steps_said(args: argparse.Namespace) -> str:
+    """The timed steps per way, in words for the table's heading."""
+    return str(args.steps) if args.steps else f"max({STEPS}, {STEP_BUDGET} / N)"
+
+
 def batch_steps(args: argparse.Namespace, nproc: int) -> int:
-    """B, a batch run's timed steps: --batch-steps, else 5 S, times 64 / N below 64 ranks."""
-    return int(args.batch_steps or 5 * args.steps * max(1, 64 // nproc))
+    """B, a batch run's timed steps: --batch-steps, else 5 x (--steps or STEPS), times 64 / N below 64 ranks."""
+    return int(args.batch_steps or 5 * (args.steps or STEPS) * max(1, 64 // nproc))
 
 
 def measure(nproc: int, script: str, tmp: str, args: argparse.Namespace) -> Row:
     """Every way at one job size: all but batch taking turns, then batch; a way that fails gets a note."""
     row = Row(nproc, load=os.getloadavg()[0])
-    asyncio.run(measure_turns(row, script, tmp, args.steps, args.skip))
+    asyncio.run(measure_turns(row, script, tmp, timed_steps(args, nproc), args.skip))
     if "batch" not in args.skip:
         try:
             measure_batch(row, script, tmp, batch_steps(args, nproc), args.batch_runs)
@@ -740,6 +757,7 @@ def as_json(rows: list[Row], args: argparse.Namespace, about: dict[str, object])
         {
             "nproc": row.nproc,
             "load_average": round(row.load, 2),
+            "steps": timed_steps(args, row.nproc),
             "ways": {
                 way: {
                     "median_ms": number(row.median(way)),
@@ -757,7 +775,7 @@ def as_json(rows: list[Row], args: argparse.Namespace, about: dict[str, object])
         }
         for row in rows
     ]
-    return json.dumps({"machine": about, "steps": args.steps, "warmup": WARMUP, "sizes": sizes}, indent=2)
+    return json.dumps({"machine": about, "warmup": WARMUP, "sizes": sizes}, indent=2)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -769,7 +787,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{about['date']}, {about['usable_cores']} usable cores, {about['platform']}, "
         f"Python {about['python']}, load average {about['load_average']}; "
-        f"{args.steps} timed steps per way (+{WARMUP} warm-up), times in ms per step; CPU time "
+        f"{steps_said(args)} timed steps per way (+{WARMUP} warm-up), times in ms per step; CPU time "
         "per step in us: of one rank, and of the driver (this process, the core or tmux)",
         file=report,
         flush=True,
