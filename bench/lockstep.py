@@ -682,7 +682,7 @@ def steps_said(args: argparse.Namespace) -> str:
 
 
 def batch_steps(args: argparse.Namespace, nproc: int) -> int:
-    """B, a batch run's timed steps: --batch-steps, else 5 x (--steps or STEPS), times 64 / N below 64 ranks."""
+    """B, a batch run's timed steps: --batch-steps, else 5 x (--steps or STEPS), x 64 / N below 64."""
     return int(args.batch_steps or 5 * (args.steps or STEPS) * max(1, 64 // nproc))
 
 
