@@ -214,7 +214,10 @@ class LocalRank(RankTransport):
         if (closed or flushed) and self._status is not None:
             self._exited()
             return False
+        full = ring.unread() >= ring.size
         data = ring.take(TAKE_CAP)
+        if full and self._pump is not None:
+            self._pump.room()
         if data:
             self.on_output(data)
         if closed and not ring.unread():

@@ -11,9 +11,9 @@ memory copy.
 Seen from the pump, over one `SOCK_SEQPACKET` socket: `A ID` with the pty's master fd and the
 ring's memfd adds a rank; `F ID` asks it to read that pty to EAGAIN or EOF once more (the rank
 exited) and raise the ring's `flushed` flag; `D ID` forgets it; `K` says ddptui took what the
-rings held when it was woken. The pump sends `W` (wake up). A full ring stops the reading of its
-pty until ddptui takes from it, so the rank blocks as with any slow terminal, and no byte is
-dropped. The pump ends on EOF (ddptui closed the socket or died), on its parent's death
+rings held when it was woken; `R` that it took from a full ring. The pump sends `W` (wake up). A
+full ring stops the reading of its pty until ddptui takes from it, so the rank blocks as with any
+slow terminal, and no byte is dropped. The pump ends on EOF (ddptui closed the socket or died), on its parent's death
 (`PR_SET_PDEATHSIG`) and when its parent changes.
 
 ddptui's side (`Pump`) keeps its own copy of every master fd for input and resizes, and never
@@ -189,6 +189,9 @@ class Pumping:
             self.news = self.news or any(s.ring.unread() for s in self.sources.values())
             for source in self.sources.values():
                 self.resume(source)
+        elif words[0] == "R":
+            for source in self.sources.values():
+                self.resume(source)
         elif words[0] == "A":
             pty_fd, ring_fd = fds
             self.add(int(words[1]), Source(pty_fd, Ring(ring_fd, os.fstat(ring_fd).st_size - HEADER)))
@@ -337,6 +340,11 @@ class Pump:
     def flush(self, key: int) -> None:
         """Ask for the rest of a pty's bytes (its rank exited): the ring's FLUSHED says when."""
         self._send(f"F {key}")
+
+    def room(self) -> None:
+        """A full ring has room again: the pump reads its pty again (without waiting for `K`,
+        which comes only once every ring is empty)."""
+        self._send("R")
 
     def forget(self, key: int) -> None:
         """The pump closes its copy of the pty; nothing wakes for it any more."""
