@@ -13,8 +13,8 @@ ring's memfd adds a rank; `F ID` asks it to read that pty to EAGAIN or EOF once 
 exited) and raise the ring's `flushed` flag; `D ID` forgets it; `K` says ddptui took what the
 rings held when it was woken; `R` that it took from a full ring. The pump sends `W` (wake up). A
 full ring stops the reading of its pty until ddptui takes from it, so the rank blocks as with any
-slow terminal, and no byte is dropped. The pump ends on EOF (ddptui closed the socket or died), on its parent's death
-(`PR_SET_PDEATHSIG`) and when its parent changes.
+slow terminal, and no byte is dropped. The pump ends on EOF (ddptui closed the socket or died),
+on its parent's death (`PR_SET_PDEATHSIG`) and when its parent changes.
 
 ddptui's side (`Pump`) keeps its own copy of every master fd for input and resizes, and never
 reads one while the pump holds it. The child side uses the standard library only.
