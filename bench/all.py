@@ -23,6 +23,9 @@ minute), and collects their figures:
 7. a rank's instructions per lockstep step, counted under valgrind (`bench/rank_cost.py`): a
    ddptui rank as the core runs it against a stock-pdb rank (and stock pdb on plain lines). No
    goal in the issue; the figure that does not move from run to run. Needs valgrind.
+8. the core's instructions per lockstep step at 1 and 4 ranks, counted under valgrind
+   (`bench/core_cost.py`): `Session.broadcast` against a bare asyncio loop over stock-pdb ranks.
+   No goal in the issue: what the core's own work a step is, where timings move too much to say.
 
 The scripts' own progress goes to standard error as they run; the table (with the machine: cores,
 CPU model, load average, date, Python) follows. `--json` prints everything (the table's rows and
@@ -61,6 +64,7 @@ ITEMS = {
     5: "idle",
     6: "step over calls",
     7: "rank instructions",
+    8: "core instructions",
 }
 FLOOD_GOAL_MS = 50.0
 IDLE_GOAL_PCT = 2.0
@@ -396,6 +400,23 @@ def rank_cost_lines(data: Any, note: str) -> list[Line]:
     ]
 
 
+def core_cost_lines(data: Any, note: str) -> list[Line]:
+    """The core's instructions a lockstep step at each size, against a bare asyncio loop's."""
+    if data is None:
+        return [Line("8 core instructions a step", "-", "-", "-", "(none)", "-", note)]
+    return [
+        Line(
+            f"8 core instructions a step, N={nproc}",
+            f"{ways['core']:,.0f}",
+            f"asyncio loop {ways['floor']:,.0f}",
+            times(ratio(ways["core"], ways["floor"])),
+            "(none)",
+            "-",
+        )
+        for nproc, ways in data["instructions_per_step"].items()
+    ]
+
+
 # -- machine and table -----------------------------------------------------------------------------
 def machine() -> dict[str, Any]:
     """Where and when the run happened."""
@@ -473,7 +494,7 @@ def render(lines: list[Line], about: dict[str, Any]) -> str:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="1,2,3,4,5,6,7", help="items to run, e.g. 1,5 (all)")
+    parser.add_argument("--only", default="1,2,3,4,5,6,7,8", help="items to run, e.g. 1,5 (all)")
     parser.add_argument("--sizes", help="lockstep rank counts (4,16,64,256; --quick: 4,16)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes everywhere: a smoke run")
     parser.add_argument("--json", action="store_true", help="print everything as JSON (the table to stderr)")
@@ -483,9 +504,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     try:
         args.only = {int(item) for item in args.only.split(",") if item.strip()}
     except ValueError:
-        parser.error("--only takes item numbers 1-7, e.g. 1,5")
+        parser.error("--only takes item numbers 1-8, e.g. 1,5")
     if not args.only or not args.only <= set(ITEMS):
-        parser.error("--only takes item numbers 1-7, e.g. 1,5")
+        parser.error("--only takes item numbers 1-8, e.g. 1,5")
     args.sizes = args.sizes or ("4,16" if args.quick else "4,16,64,256")
     args.flood_rounds = args.flood_rounds or (1 if args.quick else 2)
     return args
@@ -527,6 +548,9 @@ def run_items(args: argparse.Namespace) -> dict[str, Any]:
     if 7 in args.only:
         data, note = run_json("rank_cost.py", ["--steps", "100"] if args.quick else [])
         raw["rank_cost"] = data or {"note": note}
+    if 8 in args.only:
+        data, note = run_json("core_cost.py", ["--steps", "50"] if args.quick else [])
+        raw["core_cost"] = data or {"note": note}
     if 1 in args.only:  # last: stepping 256 ranks leaves the load average high for a minute
         steps = ["--steps", "10", "--batch-runs", "1", "--batch-steps", "50"] if args.quick else []
         data, note = run_json("lockstep.py", ["--sizes", args.sizes, *steps])
@@ -558,6 +582,8 @@ def table_lines(raw: dict[str, Any], only: set[int]) -> list[Line]:
         lines += trace_lines(*split("trace_overhead"))
     if "rank_cost" in raw:
         lines += rank_cost_lines(*split("rank_cost"))
+    if "core_cost" in raw:
+        lines += core_cost_lines(*split("core_cost"))
     return lines
 
 
