@@ -26,10 +26,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
+
+import lockstep
+from rank_cost import cachegrind, counted, no_valgrind
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 TIMEOUT = 900.0
@@ -100,26 +102,14 @@ def instructions(way: str, nproc: int, steps: int, tmp: str) -> int:
     counts = os.path.join(tmp, f"{way}-{nproc}-{steps}.out")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"} | {"PYTHONHASHSEED": "0"}
     subprocess.run(
-        [
-            "valgrind",
-            "--tool=cachegrind",
-            "--cache-sim=no",
-            f"--cachegrind-out-file={counts}",
-            sys.executable,
-            driver,
-            way,
-            str(nproc),
-            str(steps),
-            script,
-        ],
+        [*cachegrind(counts), sys.executable, driver, way, str(nproc), str(steps), script],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         check=True,
         timeout=TIMEOUT,
     )
-    with open(counts, encoding="utf-8") as text:
-        return next(int(line.split()[1]) for line in text if line.startswith("summary:"))
+    return counted(counts)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,12 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(size) for size in args.sizes.split(",") if size.strip()]
     if not sizes or min(sizes) < 1 or args.steps < 1:
         parser.error("need rank counts >= 1 and --steps >= 1")
-    if shutil.which("valgrind") is None:
-        why = "valgrind is not installed (apt-get install valgrind): nothing measured"
-        print(json.dumps({"note": why}) if args.json else f"core_cost: {why}")
+    if no_valgrind("core_cost", args.json):
         return 0
-    sys.path.insert(0, BENCH)
-    import lockstep
 
     figures: dict[int, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="ddptui-core-cost-") as tmp:

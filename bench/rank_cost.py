@@ -49,13 +49,33 @@ TITLES = {
 }
 
 
+def cachegrind(counts: str) -> list[str]:
+    """The valgrind command line that counts instructions only, into `counts`."""
+    return ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={counts}"]
+
+
+def counted(counts: str) -> int:
+    """The instructions a finished cachegrind run counted, from its output file."""
+    with open(counts, encoding="utf-8") as text:
+        return next(int(line.split()[1]) for line in text if line.startswith("summary:"))
+
+
+def no_valgrind(name: str, as_json: bool) -> bool:
+    """True (after saying so) when valgrind is not installed: the bench measures nothing."""
+    if shutil.which("valgrind") is not None:
+        return False
+    why = "valgrind is not installed (apt-get install valgrind): nothing measured"
+    print(json.dumps({"note": why}) if as_json else f"{name}: {why}")
+    return True
+
+
 def instructions(way: str, steps: int, tmp: str) -> int:
     """Instructions one rank of `way` ran for `steps` steps, start and exit included."""
     script = os.path.join(tmp, f"{way}-{steps}.py")
     with open(script, "w", encoding="utf-8") as out:
         out.write(HEADS[way] + f"for i in range({steps + 1}):\n    x = i\n")
     counts = os.path.join(tmp, f"{way}-{steps}.out")
-    valgrind = ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={counts}"]
+    valgrind = cachegrind(counts)
     env = bench_env({"PYTHONHASHSEED": "0"})
     prompt, sink = STOCK_PROMPT, ""
     argv = [*valgrind, sys.executable, script]
@@ -73,8 +93,7 @@ def instructions(way: str, steps: int, tmp: str) -> int:
         ranks.procs[0].wait()
     finally:
         ranks.close()
-    with open(counts, encoding="utf-8") as text:
-        return next(int(line.split()[1]) for line in text if line.startswith("summary:"))
+    return counted(counts)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,9 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=500, help="S2 - S1, the steps counted (500)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
-    if shutil.which("valgrind") is None:
-        why = "valgrind is not installed (apt-get install valgrind): nothing measured"
-        print(json.dumps({"note": why}) if args.json else f"rank_cost: {why}")
+    if no_valgrind("rank_cost", args.json):
         return 0
     lockstep.STEP_TIMEOUT = 300.0  # a step under valgrind is some 50 times slower
     figures: dict[str, float] = {}
