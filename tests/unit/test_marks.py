@@ -62,6 +62,8 @@ def test_anything_else_that_looks_like_a_mark_is_output_as_printed(fake: bytes) 
     output, events = read([stream])
     assert output == b"before " + fake + b" after"
     assert events == [PAUSED]
+    alone = b"before " + fake + b" after"  # the read's only mark, then plain text: as a prompt is
+    assert read([alone]) == (alone, [])
 
 
 def test_a_mark_that_never_ends_is_output_once_it_is_too_long() -> None:
