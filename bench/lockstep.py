@@ -19,8 +19,8 @@ It times the same step six ways, each on ranks of its own:
 * batch: `ddptui --batch` end to end, its ranks reading plain lines too: a step is the time
   from one `(ddptui) n` echo on its stdout (a pipe the bench reads as it prints) to the next,
   which is the whole cost of a line: reading it, the lockstep and the transcript. Each run has
-  B timed lines (--batch-steps, default 5 S x max(1, 64 / N): steps are short on small jobs)
-  after a warm-up; the start and the end of a run are not timed.
+  B timed lines (--batch-steps, default 5 x 40 x max(1, 64 / N), 5 S with --steps S: steps are
+  short on small jobs) after a warm-up; the start and the end of a run are not timed.
 * tmux: N panes of stock-pdb ranks in one tmux window (a private `-L` server, removed at the end)
   with `synchronize-panes` on: one `send-keys n Enter`, then wait until every pane printed a new
   prompt, as a control-mode client (`tmux -C`) sees the panes' output.
@@ -165,7 +165,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--steps", type=int, help=f"timed steps S per way and size (max({STEPS}, {STEP_BUDGET} / N))"
     )
     parser.add_argument(
-        "--batch-steps", type=int, help="B: timed `n` lines of a batch run (5 S x max(1, 64 / N))"
+        "--batch-steps", type=int, help="B: timed `n` lines of a batch run (5 x S or 40, x max(1, 64 / N))"
     )
     parser.add_argument("--batch-runs", type=int, default=2, help="ddptui --batch runs (2)")
     parser.add_argument("--skip", default="", help="ways to leave out, e.g. rankpdb,hooks,core,batch,tmux")
