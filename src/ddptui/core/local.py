@@ -173,9 +173,8 @@ class LocalRank(RankTransport):
         A pty returns at most 4095 bytes a read and holds about 14 KiB before the writer blocks:
         reading only once per wake-up would tie a rank's output speed to the UI's loop.
         """
-        chunks: list[bytes] = []
-        size = 0
-        while size < READ_CAP and not self._closed:
+        data = b""
+        while len(data) < READ_CAP and not self._closed:
             try:
                 chunk = os.read(self._fd, 65536)
             except BlockingIOError:
@@ -186,22 +185,14 @@ class LocalRank(RankTransport):
                 self._closed = True
                 self._loop.remove_reader(self._fd)
                 break
-            chunks.append(chunk)
-            size += len(chunk)
+            data = data + chunk if data else chunk  # one read nearly always has it all (a step's output)
             if len(chunk) < PTY_CHUNK:
                 break
-        return b"".join(chunks)
+        return data
 
     def _drain(self) -> None:
         """Read the pty as fast as it fills: a slow UI must never block a rank's writes."""
-        try:  # one read nearly always has it all (a lockstep step's output): `_read` only for more
-            data = os.read(self._fd, 65536)
-        except OSError:
-            data = b""
-        if 0 < len(data) < PTY_CHUNK:
-            self.on_output(data)
-            return
-        data = data + self._read()
+        data = self._read()
         if data:
             self.on_output(data)
 
