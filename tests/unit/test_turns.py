@@ -9,10 +9,8 @@ from ddptui.core.lockstep import Turns
 
 async def take(turns: Turns, name: str, log: list[str], hold: asyncio.Event) -> None:
     """Take a turn the way `Lockstep.broadcast` does, note entering and leaving it."""
-    if turns.busy:
+    if not turns.take():
         await turns.wait()
-    else:
-        turns.busy = True
     try:
         log.append(f"{name} in")
         await hold.wait()
@@ -50,7 +48,7 @@ async def test_a_broadcast_cancelled_while_it_waits_leaves_the_queue() -> None:
 
 async def test_a_broadcast_cancelled_as_it_is_handed_the_turn_hands_it_on() -> None:
     turns, log, hold = Turns(), [], asyncio.Event()
-    turns.busy = True  # held by someone else
+    assert turns.take()  # held by someone else
     handed = asyncio.ensure_future(take(turns, "b", log, hold))
     last = asyncio.ensure_future(take(turns, "c", log, hold))
     await asyncio.sleep(0)

@@ -115,10 +115,8 @@ class Lockstep:
             raise ValueError("a broadcast is one non-empty line (an empty line repeats pdb's last command)")
         session = self._session
         turns = self._turns
-        if turns.busy:
+        if not turns.take():
             await turns.wait()
-        else:
-            turns.busy = True
         try:
             ranks = session.live(targets)
             if not session.all_settled(ranks):  # nearly always settled: no waiter made
@@ -212,13 +210,20 @@ class Turns:
     a coroutine made while no broadcast is in flight (nearly always: a lock's two cost a 1-rank
     step 6 % of its work).
 
-    `busy` free: take it (`busy = True`); busy: `await wait()`, which returns holding it. Either
-    way, `done()` once finished.
+    `if not turns.take(): await turns.wait()`, then `turns.done()` once finished.
     """
 
     def __init__(self) -> None:
         self.busy = False
+        """True while a broadcast has the turn."""
         self._waiting: deque[asyncio.Future[None]] = deque()
+
+    def take(self) -> bool:
+        """Take the turn if no broadcast has it (True); else the caller awaits `wait`."""
+        if self.busy:
+            return False
+        self.busy = True
+        return True
 
     async def wait(self) -> None:
         """Wait until the broadcasts before this one are done; return with the turn taken."""
