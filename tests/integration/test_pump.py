@@ -293,3 +293,57 @@ async def test_without_memfd_the_ptys_are_read_on_the_loop(
         assert await asyncio.wait_for(seen.exited, 30) == 0
         assert bytes(seen.data) == expected(200_000, 5)
         assert rank._ring is None
+
+
+CPUS = os.sched_getaffinity(0)
+"""The CPUs this process may use (a rank gets them all)."""
+AFFINITY = (
+    "import os, sys; print('cpus', *sorted(os.sched_getaffinity(0)), 'end', flush=True); sys.stdin.readline()"
+)
+"""A rank that says which CPUs it may use, then waits for a line."""
+
+
+async def cpus_of(job: LocalJob) -> list[int]:
+    """The CPUs an AFFINITY rank of `job` may use (it is ended afterwards)."""
+    rank = job.spawn([sys.executable, "-c", AFFINITY], env(), None, (80, 24))
+    seen = Seen(rank)
+    await asyncio.to_thread(wait_for, lambda: b" end" in seen.data, 10)
+    rank.write(b"\r")
+    assert await asyncio.wait_for(seen.exited, 10) == 0
+    words = bytes(seen.data).split(b"cpus", 1)[1].split(b"end", 1)[0].split()
+    return [int(word) for word in words]
+
+
+@pytest.mark.skipif(len(CPUS) < 2, reason="the loop is pinned only where the ranks leave a CPU free")
+async def test_loop_and_pump_share_a_cpu_while_ranks_keep_every_cpu(tmp_path: Path) -> None:
+    """A job of fewer ranks than CPUs: the loop's thread and the pump on the last CPU, a rank on all
+    of them; released (from another thread), the loop's thread has them all back."""
+    state = tmp_path / "state"
+    state.mkdir()
+    job = LocalJob(str(state), pump=True, ranks=1)
+    job.start(env())
+    try:
+        assert job.pump is not None
+        assert os.sched_getaffinity(0) == {max(CPUS)}
+        assert psutil.Process(job.pump.process.pid).cpu_affinity() == [max(CPUS)]
+        assert await cpus_of(job) == sorted(CPUS)
+    finally:
+        await asyncio.to_thread(job.end, 1.0)
+        await asyncio.to_thread(job.release)
+    assert os.sched_getaffinity(0) == CPUS
+
+
+async def test_no_cpu_is_kept_when_the_ranks_need_every_one(tmp_path: Path) -> None:
+    """As many ranks as CPUs (or an unknown count): nothing is pinned."""
+    for ranks in (len(CPUS), 0):
+        state = tmp_path / f"state{ranks}"
+        state.mkdir()
+        job = LocalJob(str(state), pump=True, ranks=ranks)
+        job.start(env())
+        try:
+            assert os.sched_getaffinity(0) == CPUS
+            assert job.pump is not None and set(psutil.Process(job.pump.process.pid).cpu_affinity()) == CPUS
+            assert await cpus_of(job) == sorted(CPUS)
+        finally:
+            await asyncio.to_thread(job.end, 1.0)
+            await asyncio.to_thread(job.release)

@@ -23,6 +23,7 @@ import time
 import psutil
 from ptyprocess import PtyProcess
 
+from ddptui.core import home_cpu
 from ddptui.core.channel import Connection
 from ddptui.core.ending import kill_all, session_processes, signal_all
 from ddptui.core.pump import CLOSED, FLUSHED, PTY_CHUNK, Pump, Ring
@@ -74,7 +75,9 @@ class LocalRank(RankTransport):
         super().__init__()
         columns, lines = size
         try:
-            self._pty = PtyProcess.spawn(argv, cwd=cwd, env=env, dimensions=(lines, columns))
+            self._pty = PtyProcess.spawn(
+                argv, cwd=cwd, env=env, dimensions=(lines, columns), preexec_fn=home_cpu.restore_in_child
+            )
         except OSError as exc:
             raise SpawnError(f"cannot start {argv[0]}: {exc}") from None
         os.set_blocking(self._pty.fd, False)
@@ -324,10 +327,12 @@ def _parent(process: psutil.Process) -> int | None:
 class LocalJob:
     """What one session's local ranks leave behind, and how it all ends."""
 
-    def __init__(self, state_dir: str, pump: bool = False) -> None:
-        """A job whose files live in `state_dir`; with `pump`, a pump process reads the ranks' ptys."""
+    def __init__(self, state_dir: str, pump: bool = False, ranks: int = 0) -> None:
+        """A job whose files live in `state_dir`; with `pump`, a pump process reads the ranks' ptys.
+        `ranks`: how many ranks run here, when known (0: not known)."""
         self.state_dir = state_dir
         self._pumped = pump
+        self._ranks = ranks
         self.pump: Pump | None = None
         """The process that drains the ranks' ptys (see `ddptui.core.pump`), when used."""
         self.ranks: list[LocalRank] = []
@@ -335,6 +340,8 @@ class LocalJob:
         """Ranks without a pidfd whose exit is still to be seen (see `REAP_POLL`)."""
         self._adopted: set[int] = set()
         self._watchdog: subprocess.Popen[bytes] | None = None
+        self._pinned = False
+        """This job pinned the loop's thread to a CPU (`home_cpu`)."""
 
     def start(self, env: dict[str, str]) -> None:
         """Become a subreaper and start the watchdog that cleans up if this process dies."""
@@ -347,6 +354,7 @@ class LocalJob:
             env=env,
         )
         if self._pumped and Ring.available():  # no memfd (Linux before 3.17): ptys read on the loop
+            self._pinned = home_cpu.pin(self._ranks) is not None  # the loop and the pump share a CPU
             self.pump = Pump({k: v for k, v in env.items() if k != STATE_DIR_ENV})
 
     def spawn(
@@ -411,6 +419,9 @@ class LocalJob:
         if self.pump is not None:
             self.pump.close()
             self.pump = None
+        if self._pinned:
+            self._pinned = False
+            home_cpu.unpin()
         if self._watchdog is not None:
             with contextlib.suppress(OSError):
                 self._watchdog.stdin.close()  # type: ignore[union-attr]
