@@ -239,6 +239,45 @@ async def test_keys_hold_back_flood_repaints_but_not_for_long() -> None:
         assert resting >= 8, (typing, resting)
 
 
+class FourFloods(App[None]):
+    """Four panes whose ranks flood."""
+
+    CSS_PATH = TCSS
+
+    def compose(self) -> ComposeResult:
+        for rank in range(4):
+            yield RankPane(rank)
+
+
+async def test_floods_that_ended_are_shown_whole_while_keys_keep_coming() -> None:
+    """Keys hold flood repaints back, but not a pane whose rank stopped printing: four panes show
+    their floods' last lines soon after the floods end, though keys still come (when keys held
+    every pane alike, one repainted each `KEY_QUIET_MAX`, and the last showed its end 2 s late)."""
+    app = FourFloods()
+    async with app.run_test(size=(120, 24)) as pilot:
+        panes = list(app.query(RankPane))
+        await pilot.pause()
+        for round in range(25):  # half a second of flood in every pane, keys coming all along
+            for pane in panes:
+                pane.feed(
+                    b"".join(
+                        b"flood %d %06d %s\r\n" % (pane.rank, round * 400 + i, b"=" * 30) for i in range(400)
+                    )
+                )
+            TURNS.key_pressed()
+            await pilot.pause(0.02)
+        last = [f"flood {pane.rank} {25 * 400 - 1:06d} {'=' * 30}" for pane in panes]
+
+        def shown() -> bool:
+            return all(text in rows(pane) for text, pane in zip(last, panes, strict=True))
+
+        end = time.monotonic() + 0.8
+        while time.monotonic() < end and not shown():
+            TURNS.key_pressed()
+            await pilot.pause(0.02)
+        assert shown(), [rows(pane)[-3:] for pane in panes]
+
+
 class FloodAndCalm(App[None]):
     """A flooding pane beside one whose rank prints a few lines at a time."""
 

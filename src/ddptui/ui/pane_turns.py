@@ -55,10 +55,17 @@ class PaneTurns:
         if now - self.last_flood_repaint < self.KEY_QUIET_MAX:
             self.next_flood = max(self.next_flood, now + self.KEY_QUIET)
 
-    def flood_due(self, now: float, painted: float) -> bool:
-        """True when a pane that last painted at `painted` may repaint its flood now (its interval
-        is over and no other pane's turn or key holds the repaints back)."""
-        return now - painted >= self.FLOOD_REPAINT and now >= self.next_flood
+    def flood_due(self, now: float, painted: float, fed_at: float) -> bool:
+        """True when a pane that last painted at `painted`, whose rank last printed at `fed_at`,
+        may repaint its flood now: its interval is over and no other pane's turn or key holds the
+        repaints back; or keys hold them, but its rank has been quiet for `FLOOD_REPAINT` and no
+        pane repainted in the last `FLOOD_SLOT`. The flood is over: its last screen is shown once,
+        not a pane every `KEY_QUIET_MAX` (eight panes took 4 s to show theirs while keys came)."""
+        if now - painted < self.FLOOD_REPAINT:
+            return False
+        if now >= self.next_flood:
+            return True
+        return now - fed_at >= self.FLOOD_REPAINT and now - self.last_flood_repaint >= self.FLOOD_SLOT
 
     def take_flood_turn(self, now: float) -> None:
         """A pane repaints its flood now: the next may in `FLOOD_SLOT` seconds."""

@@ -299,7 +299,7 @@ class RankPane(Widget, can_focus=True):
         screen = self._screen
         flooding = screen.pending > self.FLOOD_BACKLOG
         now = monotonic()
-        due = TURNS.flood_due(now, self._painted)
+        due = TURNS.flood_due(now, self._painted, self._fed_at)
         shown = self.is_on_screen
         if flooding and due and shown:
             TURNS.take_flood_turn(now)
