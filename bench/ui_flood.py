@@ -177,6 +177,10 @@ class Side:
     """Fraction of the whole machine's CPU in use during the window."""
     screen_ms: list[float] = field(default_factory=list)
     """Key → first output containing it, ms."""
+    sent_at: list[float] = field(default_factory=list)
+    """When each of those keys was sent (`time.time()`, the clock of the ranks' end stamps)."""
+    writing_ms: list[float] = field(default_factory=list)
+    """Key → screen of the keys sent while a rank was still writing, ms."""
     handled_ms: list[float] = field(default_factory=list)
     """Key → handled by the app (ddptui only), ms."""
     lost: int = 0
@@ -251,11 +255,14 @@ def count(results: Path, prefix: str) -> int:
 
 
 def read_drains(results: Path, side: Side) -> None:
-    """Read every rank's start/end/bytes into `side`."""
+    """Read every rank's start/end/bytes into `side`; pick the keys typed before the last end."""
+    last = 0.0
     for path in sorted(results.glob("done.*")):
         start, end, nbytes = path.read_text().split()
         side.drains.append(float(end) - float(start))
         side.nbytes = int(nbytes)
+        last = max(last, float(end))
+    side.writing_ms = [ms for ms, sent in zip(side.screen_ms, side.sent_at, strict=True) if sent < last]
 
 
 def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
@@ -307,6 +314,8 @@ class Typist:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._result: tuple[list[float], int] = ([], 0)
+        self.sent_at: list[float] = []
+        """When each key since `start` was sent (`time.time()`)."""
 
     def idle(self, seconds: float) -> list[float]:
         """Type for `seconds` (blocking): latencies of the UI at rest."""
@@ -318,6 +327,7 @@ class Typist:
         """Type in a thread until `finish`."""
 
         def run() -> None:
+            self.sent_at = []
             self._result = self._type(self._stop)
 
         self._thread = threading.Thread(target=run, daemon=True)
@@ -339,6 +349,7 @@ class Typist:
                 return latencies, lost
             self.probe.expect(char)
             sent = time.perf_counter()
+            self.sent_at.append(time.time())
             self.send(char)
             seen = self.probe.wait(KEY_TIMEOUT)
             latencies.append((self.probe.shown_at - sent) * 1000 if seen else KEY_TIMEOUT * 1000)
@@ -520,6 +531,7 @@ async def flood_ddptui(
     loop_times.counting = False
     side.drawn, side.handled_ms = probe.drawn, keyboard.handled
     side.screen_ms, side.lost = await asyncio.to_thread(typist.finish)
+    side.sent_at = typist.sent_at
     side.ran_out = typist.ran_out
 
 
@@ -696,6 +708,7 @@ def flood_tmux(client: TmuxClient, server: psutil.Process, results: Path, ranks:
     clock.stop(side)
     side.drawn = client.probe.drawn
     side.screen_ms, side.lost = typist.finish()
+    side.sent_at = typist.sent_at
     side.ran_out = typist.ran_out
 
 
@@ -760,6 +773,7 @@ def figures(side: Side) -> list[tuple[str, float, str]]:
         ("key→screen p50 (ms)", pct(side.screen_ms, 50), ".1f"),
         ("key→screen p99 (ms)", pct(side.screen_ms, 99), ".1f"),
         ("key→screen max (ms)", max(side.screen_ms, default=math.nan), ".1f"),
+        ("  p99 while ranks write", pct(side.writing_ms, 99), ".1f"),
         ("key→handled p50 (ms)", pct(side.handled_ms, 50), ".1f"),
         ("key→handled p99 (ms)", pct(side.handled_ms, 99), ".1f"),
         ("keys typed / lost", len(side.screen_ms), "d"),
@@ -824,7 +838,7 @@ def merge(rounds: list[Side]) -> Side:
         return rounds[0]
     pooled, share = Side(rounds[0].name, nbytes=rounds[0].nbytes), 1 / len(rounds)
     for side in rounds:
-        for name in ("drains", "screen_ms", "handled_ms", "idle_ms", "notes", "loads"):
+        for name in ("drains", "screen_ms", "writing_ms", "handled_ms", "idle_ms", "notes", "loads"):
             getattr(pooled, name).extend(getattr(side, name))
         pooled.lost, pooled.ran_out = pooled.lost + side.lost, pooled.ran_out or side.ran_out
         for name in ("cpu", "window", "catch_up", "drawn"):
@@ -916,6 +930,7 @@ def summary(ours: Side, theirs: Side, args: argparse.Namespace, load: float) -> 
             "key_screen_p50_ms": number(pct(s.screen_ms, 50)),
             "key_screen_p99_ms": number(pct(s.screen_ms, 99)),
             "key_screen_max_ms": number(max(s.screen_ms, default=math.nan)),
+            "key_screen_writing_p99_ms": number(pct(s.writing_ms, 99)),
             "keys": len(s.screen_ms),
             "keys_lost": s.lost,
             "load_after": [round(x, 2) for x in s.loads],
