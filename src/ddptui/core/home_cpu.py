@@ -1,13 +1,16 @@
 """One CPU for ddptui's own work while its pump drains the ranks' terminals.
 
 The app's event loop and the pty pump (`ddptui.core.pump`) hand bytes to each other all the time a
-rank prints; placed by the scheduler, each takes a CPU of its own and preempts the ranks on a
-small machine. On one CPU they take turns and leave the other CPUs to the job. bench/ui_flood.py,
-one rank printing 8 MiB on 2 CPUs, median of 10 alternating runs: the rank drained in 0.27 s with
-both placed freely, 0.23 s with both on one CPU, 0.27 s with either one alone pinned.
+rank prints. Placed by the scheduler, each takes a CPU of its own and preempts the ranks there; on
+one CPU they take turns, the scheduler moves the ranks to the others, and the loop waits less for a
+CPU. bench/ui_flood.py on 2 CPUs: one rank printing 8 MiB drained in 0.27 s with the two placed
+freely (median of 10 alternating runs), 0.23 s with both on one CPU (0.27 s with either one alone
+pinned); eight ranks: key → screen p99 while they printed 38-46 ms free, 24-27 ms on one CPU, the
+ranks drained about 10 % slower (0.68-0.74x tmux's time instead of 0.63-0.66x).
 
-The event loop's thread is pinned before the pump and the watchdog start (they inherit the CPU:
-they are ddptui's), and gets its set of CPUs back when the last job that pinned it ends. The job's
+The event loop's thread is pinned before the pump starts (which inherits the CPU), and gets its
+set of CPUs back when the last job that pinned it ends (a helper it starts meanwhile, py-spy,
+shares the CPU: it is ddptui's too). The job's
 processes get that set back before they exec (`restore_in_child`, which their spawn runs), so a
 rank, and whatever it starts, runs where it would have without ddptui. Nothing is pinned where
 ddptui may use one CPU only, or where there is no `sched_setaffinity` (not Linux).
@@ -29,17 +32,16 @@ _holders = 0
 """Jobs that pinned it and have not ended."""
 
 
-def pin(ranks: int) -> int | None:
-    """Keep the calling thread on the last of its CPUs, when a job of `ranks` local ranks leaves
-    one free, until every `pin` is matched by `unpin`; that CPU, or None when nothing was pinned
-    (the ranks need every CPU, their count is not known (0), or there is no way to pin)."""
+def pin() -> int | None:
+    """Keep the calling thread on the last of its CPUs until every `pin` is matched by `unpin`;
+    that CPU, or None when nothing was pinned (one CPU to use, or no way to pin)."""
     global _cpus, _cpu, _thread, _holders
     if _holders:
         _holders += 1
         return _cpu
     try:
         cpus = os.sched_getaffinity(0)
-        if not 0 < ranks < len(cpus):
+        if len(cpus) < 2:
             return None
         cpu = max(cpus)
         os.sched_setaffinity(0, {cpu})

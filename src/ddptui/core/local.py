@@ -327,12 +327,10 @@ def _parent(process: psutil.Process) -> int | None:
 class LocalJob:
     """What one session's local ranks leave behind, and how it all ends."""
 
-    def __init__(self, state_dir: str, pump: bool = False, ranks: int = 0) -> None:
-        """A job whose files live in `state_dir`; with `pump`, a pump process reads the ranks' ptys.
-        `ranks`: how many ranks run here, when known (0: not known)."""
+    def __init__(self, state_dir: str, pump: bool = False) -> None:
+        """A job whose files live in `state_dir`; with `pump`, a pump process reads the ranks' ptys."""
         self.state_dir = state_dir
         self._pumped = pump
-        self._ranks = ranks
         self.pump: Pump | None = None
         """The process that drains the ranks' ptys (see `ddptui.core.pump`), when used."""
         self.ranks: list[LocalRank] = []
@@ -354,7 +352,7 @@ class LocalJob:
             env=env,
         )
         if self._pumped and Ring.available():  # no memfd (Linux before 3.17): ptys read on the loop
-            self._pinned = home_cpu.pin(self._ranks) is not None  # the loop and the pump share a CPU
+            self._pinned = home_cpu.pin() is not None  # the loop and the pump share a CPU
             self.pump = Pump({k: v for k, v in env.items() if k != STATE_DIR_ENV})
 
     def spawn(

@@ -120,7 +120,7 @@ class Session:
             os.path.join(self._dir, launch.SOCKET_NAME), token, self._hello, self.log
         )
         await self._server.start()
-        self._job = LocalJob(self._dir, pump=bool(spec.pump), ranks=spec.nproc)
+        self._job = LocalJob(self._dir, pump=bool(spec.pump))
         self._job.start(dict(os.environ, PYTHONPATH=launch.python_path(os.environ.get("PYTHONPATH")) or ""))
         link = launch.Link(self._server.path, self._dir, token)
         if spec.listen is not None:
