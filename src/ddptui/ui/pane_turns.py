@@ -68,8 +68,9 @@ class PaneTurns:
         return now - fed_at >= self.FLOOD_REPAINT and now - self.last_flood_repaint >= self.FLOOD_SLOT
 
     def take_flood_turn(self, now: float) -> None:
-        """A pane repaints its flood now: the next may in `FLOOD_SLOT` seconds."""
-        self.next_flood = now + self.FLOOD_SLOT
+        """A pane repaints its flood now: the next may in `FLOOD_SLOT` seconds (or once keys let it:
+        a flood that ended repaints while they hold the others)."""
+        self.next_flood = max(self.next_flood, now + self.FLOOD_SLOT)
         self.last_flood_repaint = now
 
     def holding(self, now: float) -> bool:
