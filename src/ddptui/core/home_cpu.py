@@ -21,6 +21,8 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections.abc import Callable
+from pathlib import Path
 
 _cpus: set[int] | None = None
 """The CPUs the pinned thread had (and the ranks get), while it is pinned."""
@@ -32,9 +34,25 @@ _holders = 0
 """Jobs that pinned it and have not ended."""
 
 
+def capacity(cpu: int) -> int:
+    """How fast the kernel says `cpu` is: its scheduler capacity (1024 for the biggest), else its
+    top clock; 0 where it says neither (a VM, most servers: all alike)."""
+    base = Path(f"/sys/devices/system/cpu/cpu{cpu}")
+    for name in ("cpu_capacity", "cpufreq/cpuinfo_max_freq"):
+        with contextlib.suppress(OSError, ValueError):
+            return int((base / name).read_text())
+    return 0
+
+
+def choose(cpus: set[int], speed: Callable[[int], int] = capacity) -> int:
+    """The last of the fastest of `cpus` (a laptop's efficiency cores come after its performance
+    cores, and are slower: the UI is one Python thread)."""
+    return max(cpus, key=lambda cpu: (speed(cpu), cpu))
+
+
 def pin() -> int | None:
-    """Keep the calling thread on the last of its CPUs until every `pin` is matched by `unpin`;
-    that CPU, or None when nothing was pinned (one CPU to use, or no way to pin)."""
+    """Keep the calling thread on one of its CPUs (`choose`) until every `pin` is matched by
+    `unpin`; that CPU, or None when nothing was pinned (one CPU to use, or no way to pin)."""
     global _cpus, _cpu, _thread, _holders
     if _holders:
         _holders += 1
@@ -43,7 +61,7 @@ def pin() -> int | None:
         cpus = os.sched_getaffinity(0)
         if len(cpus) < 2:
             return None
-        cpu = max(cpus)
+        cpu = choose(cpus)
         os.sched_setaffinity(0, {cpu})
     except (AttributeError, OSError):
         return None
