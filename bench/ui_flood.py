@@ -106,6 +106,9 @@ from ddptui.ui.command_bar import CommandBar
 from ddptui.ui.rank_pane import RankPane
 
 SIZE = (200, 50)
+CPUS = os.sched_getaffinity(0)
+"""The CPUs this process may use before ddptui pins its loop (`ddptui.core.home_cpu`): the
+typist's, as a terminal's (Textual's input thread starts before the pin, the bench's would not)."""
 """Terminal size (columns, lines) of both UIs."""
 SOCKET = f"ddptui-bench-{os.getpid()}"
 """The private tmux socket name (`tmux -L`), one per run: two runs at once must not share a server."""
@@ -341,7 +344,8 @@ class Typist:
         return self._result
 
     def _type(self, stop: threading.Event) -> tuple[list[float], int]:
-        """Type until `stop` is set (or the unique keys run out)."""
+        """Type until `stop` is set (or the unique keys run out), from any CPU."""
+        os.sched_setaffinity(0, CPUS)
         latencies: list[float] = []
         lost = 0
         for char in self._keys:

@@ -10,10 +10,10 @@ ranks drained about 10 % slower (0.68-0.74x tmux's time instead of 0.63-0.66x).
 
 The event loop's thread is pinned before the pump starts (which inherits the CPU), and gets its
 set of CPUs back when the last job that pinned it ends (a helper it starts meanwhile, py-spy,
-shares the CPU: it is ddptui's too). The job's
-processes get that set back before they exec (`restore_in_child`, which their spawn runs), so a
-rank, and whatever it starts, runs where it would have without ddptui. Nothing is pinned where
-ddptui may use one CPU only, or where there is no `sched_setaffinity` (not Linux).
+shares the CPU: it is ddptui's too). The job's processes get that set back before they exec
+(`restore_in_child`, which their spawn runs), so a rank, and whatever it starts, runs where it
+would have without ddptui. Nothing is pinned where ddptui may use one CPU only, or where there is
+no `sched_setaffinity` (not Linux).
 """
 
 from __future__ import annotations
