@@ -295,12 +295,17 @@ class TermScreen:
     def _last_reset(self, end: int) -> int:
         """Where the last SGR before `end` that resets every attribute starts (0 if none does)."""
         pending = self._pending
-        start = max(pending.rfind(b"\x1b[0m", 0, end), pending.rfind(b"\x1b[m", 0, end), 0)
-        other = pending.rfind(b"\x1b[0;", 0, end)  # a first parameter 0 resets too
+        # Each later search only looks after the reset found so far: a form the output never uses
+        # was a scan of the whole backlog per skip (a quarter of a flood's skipping).
+        if pending.rfind(b"\x1b", 0, end) < 0:
+            return 0  # plain text: none of the searches below would find anything
+        start = max(pending.rfind(b"\x1b[0m", 0, end), 0)
+        start = max(pending.rfind(b"\x1b[m", start, end), start)
+        other = pending.rfind(b"\x1b[0;", start, end)  # a first parameter 0 resets too
         while other > start:
             if SGR.match(pending, other):
                 return other
-            other = pending.rfind(b"\x1b[0;", 0, other)
+            other = pending.rfind(b"\x1b[0;", start, other)
         return start
 
     def _drop_oldest(self) -> None:
