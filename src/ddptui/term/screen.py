@@ -204,7 +204,7 @@ class TermScreen:
         if self._line_local < len(pending):
             self._line_local = line_local_end(pending, self._line_local)
         cut = self._cut(self._line_local)
-        feeds = pending.count(b"\n", 0, cut) if cut else 0
+        feeds = self._feeds(cut, lines)
         if not feeds or screen.cursor.y + feeds < lines:  # the last line feed would not scroll
             return 0
         colours = b"".join(match[0] for match in SGR.finditer(pending, self._last_reset(cut), cut))
@@ -291,6 +291,14 @@ class TermScreen:
             if newline < 0:
                 return 0
         return 0
+
+    def _feeds(self, end: int, most: int) -> int:
+        """How many line feeds come before `end`, counted up to `most` (all a skip needs to know:
+        more cannot scroll the screen further; counting every one was 3 ms an 8 MiB flood)."""
+        pending, count = self._pending, 0
+        while count < most and (end := pending.rfind(b"\n", 0, end)) >= 0:
+            count += 1
+        return count
 
     def _last_reset(self, end: int) -> int:
         """Where the last SGR before `end` that resets every attribute starts (0 if none does)."""
