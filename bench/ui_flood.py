@@ -106,10 +106,10 @@ from ddptui.ui.command_bar import CommandBar
 from ddptui.ui.rank_pane import RankPane
 
 SIZE = (200, 50)
+"""Terminal size (columns, lines) of both UIs."""
 CPUS = os.sched_getaffinity(0)
 """The CPUs this process may use before ddptui pins its loop (`ddptui.core.home_cpu`): the
 typist's, as a terminal's (Textual's input thread starts before the pin, the bench's would not)."""
-"""Terminal size (columns, lines) of both UIs."""
 SOCKET = f"ddptui-bench-{os.getpid()}"
 """The private tmux socket name (`tmux -L`), one per run: two runs at once must not share a server."""
 GOAL_MS = 50.0
