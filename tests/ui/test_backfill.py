@@ -102,11 +102,11 @@ async def test_panes_take_turns_at_backfill_and_leave_it_while_keys_come(
 ) -> None:
     """Backfill steps of all panes are at least `BACKFILL_SLOT` apart (each pane's frame taking its
     budget back to back stalled the loop), and none runs within `KEY_QUIET` of a key."""
-    steps: list[tuple[float, int]] = []
+    steps: list[tuple[float, Backfill]] = []  # the objects kept, so no id is reused after a GC
     step = Backfill.step
 
     def timed(backfill: Backfill, deadline: float, clock: Callable[[], float]) -> bool:
-        steps.append((time.monotonic(), id(backfill)))
+        steps.append((time.monotonic(), backfill))
         return step(backfill, deadline, clock)
 
     monkeypatch.setattr(Backfill, "step", timed)
@@ -131,6 +131,6 @@ async def test_panes_take_turns_at_backfill_and_leave_it_while_keys_come(
             assert time.monotonic() < deadline, "the scrollback never came back"
             await pilot.pause(0.02)
     times = [when for when, _ in steps]
-    assert len({backfill for _, backfill in steps}) == 2
+    assert len({id(backfill) for _, backfill in steps}) == 2
     assert min(b - a for a, b in itertools.pairwise(times)) >= TURNS.BACKFILL_SLOT * 0.95
     assert not [when for when in times if typed < when < typed + TURNS.KEY_QUIET]
