@@ -9,8 +9,8 @@ pinned); eight ranks: key → screen p99 while they printed 38-46 ms free, 24-27
 ranks drained about 10 % slower (0.68-0.74x tmux's time instead of 0.63-0.66x).
 
 The event loop's thread is pinned before the pump starts (which inherits the CPU), and gets its set
-of CPUs back when the last job that pinned it ends (what it starts meanwhile shares the CPU: py-
-spy, asyncio's executor threads, which scan /proc; they are ddptui's too, and their Python ran one
+of CPUs back when the last job that pinned it ends (what it starts meanwhile shares the CPU:
+py-spy, asyncio's executor threads, which scan /proc; they are ddptui's too, and their Python ran one
 at a time with the loop's under the GIL anyway). The job's processes get that set back before they
 exec (`restore_in_child`, which their spawn runs), so a rank, and whatever it starts, runs where it
 would have without ddptui. Nothing is pinned where ddptui may use one CPU only, or where there is
