@@ -17,14 +17,11 @@ from typing import TYPE_CHECKING
 
 from ddptui.core.keys import CLEAR_LINE
 from ddptui.core.rank import Rank
-from ddptui.core.state import Frame, Phase, RankState
+from ddptui.core.state import PAUSED, RUNNING, Frame, Phase, RankState
 from ddptui.core.targets import EXECUTION_COMMANDS, format_ranks
 
 if TYPE_CHECKING:
     from ddptui.core.session import Session
-
-_RUNNING, _PAUSED = Phase.RUNNING, Phase.PAUSED
-"""Module globals: asked of every rank a step, and of every read while a step's output comes in."""
 
 
 @dataclass
@@ -91,7 +88,7 @@ class Lockstep:
         if index not in out:
             return
         rank = self._session.ranks[index]
-        if rank.state.phase is _RUNNING and rank.state.exit_code is None:
+        if rank.state.phase is RUNNING and rank.state.exit_code is None:
             return  # its output coming in: not back (the `paused` follows it)
         if self._returned(rank, self._start[index][1], time.monotonic()):
             out.discard(index)
@@ -124,7 +121,7 @@ class Lockstep:
             result = Broadcast(command)
             ready: list[Rank] = []
             for rank in ranks:
-                if rank.state.phase is _PAUSED:
+                if rank.state.phase is PAUSED:
                     ready.append(rank)
                 else:
                     result.skipped[rank.index] = rank.state.describe()
@@ -184,7 +181,7 @@ class Lockstep:
     @staticmethod
     def _returned(rank: Rank, paused_count: int, now: float) -> bool:
         """True when a rank sent a command is back at its prompt, stalled, or gone."""
-        if rank.state.phase is _PAUSED:
+        if rank.state.phase is PAUSED:
             return rank.paused_count > paused_count and rank.settled(now)
         return rank.settled(now)
 

@@ -15,16 +15,13 @@ from ddptui.core.marks import MarkReader
 from ddptui.core.output import OutputLog
 from ddptui.core.rootcause import failed
 from ddptui.core.stacks import is_library
-from ddptui.core.state import Crash, Frame, Phase, RankState
+from ddptui.core.state import PAUSED, RUNNING, WAITING, Crash, Frame, Phase, RankState
 from ddptui.core.transport import RankTransport
 from ddptui.rank.protocol import Crashed, Exited, Identity, Message, Paused, Running
 
 _TRAILING_ESCAPES = re.compile(rb"(?:\x1b\[[0-?]*[ -/]*[@-~]|\x1b[=>])*\Z")
 PROMPT_GRACE = 1.0
 """Seconds to wait for the prompt's text after the side channel said `paused`."""
-_RUNNING, _PAUSED, _WAITING = Phase.RUNNING, Phase.PAUSED, Phase.WAITING
-"""Module globals: an enum's member read through its class costs ten times as much (its
-metaclass has a `__getattr__`), and a lockstep step asks a rank's phase a few times."""
 
 
 def crash_site(frames: tuple[Frame, ...]) -> Frame | None:
@@ -130,7 +127,7 @@ class Rank:
     def resumed(self) -> None:
         """A command was sent, the rank printed, or it used CPU: it is running (unless gone)."""
         state = self.state
-        if state.exit_code is None and not (state.phase is _RUNNING and state.waiting_in is None):
+        if state.exit_code is None and not (state.phase is RUNNING and state.waiting_in is None):
             self._set(state.running())
 
     def stalled(self, where: Frame | None, callee: str | None) -> None:
@@ -152,7 +149,7 @@ class Rank:
     def received(self, data: bytes) -> None:
         """Record output; a waiting rank that prints is running again."""
         self.output.append(data)
-        if self.state.phase is _WAITING:
+        if self.state.phase is WAITING:
             self._set(self.state.running())
 
     def write(self, data: bytes) -> None:
@@ -194,6 +191,6 @@ class Rank:
     def settled(self, now: float) -> bool:
         """Paused with its prompt on screen (or the prompt is overdue), waiting, or gone."""
         phase = self.state.phase
-        if phase is _PAUSED:
+        if phase is PAUSED:
             return self.prompt_shown() or now - self.paused_at > PROMPT_GRACE
-        return phase is _WAITING or not self.state.alive
+        return phase is WAITING or not self.state.alive

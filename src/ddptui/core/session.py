@@ -28,7 +28,7 @@ from ddptui.core.lockstep import Broadcast, Lockstep, wake
 from ddptui.core.logs import SessionLog
 from ddptui.core.rank import Rank
 from ddptui.core.rootcause import ROOT, Failure, tags
-from ddptui.core.state import Phase, RankState
+from ddptui.core.state import RUNNING, STARTING, WAITING, RankState
 from ddptui.core.targets import Line, format_ranks, name_ranks, parse_line, parse_ranks
 from ddptui.core.text import inert
 from ddptui.core.transport import RankTransport, RequestError
@@ -36,7 +36,6 @@ from ddptui.core.verdicts import VerdictWatch
 from ddptui.core.watchdog import Watchdog
 from ddptui.rank.protocol import Hello, Message, Reply, StartsRanks, mark_key
 
-_RUNNING, _WAITING, _STARTING = Phase.RUNNING, Phase.WAITING, Phase.STARTING
 TICK = 0.1
 """Seconds between checks for stalled ranks and overdue prompts."""
 
@@ -238,13 +237,13 @@ class Session:
         self.lockstep.touch(index)
         phase, code = state.phase, state.exit_code
         # `state.active` (the watchdog's to look at), spelt out: twice a rank a lockstep step
-        if code is None and (phase is _RUNNING or phase is _WAITING or phase is _STARTING):
+        if code is None and (phase is RUNNING or phase is WAITING or phase is STARTING):
             self._watchdog.active.add(index)
         else:
             self._watchdog.active.discard(index)
         for callback in self.on_state:
             callback(index, state)
-        if (phase is _WAITING or code is not None) and not self._closing:
+        if (phase is WAITING or code is not None) and not self._closing:
             self.verdicts.trigger()
         crash = state.crash
         if crash is not None and UNUSED_ERROR in crash.message and not self._explained:

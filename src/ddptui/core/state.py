@@ -27,6 +27,11 @@ class Phase(enum.Enum):
     CRASHED = "crashed"
 
 
+STARTING, RUNNING, PAUSED, WAITING = Phase.STARTING, Phase.RUNNING, Phase.PAUSED, Phase.WAITING
+"""The phases as module globals, for the code on a lockstep step's path (import them from here): a
+member read through its enum class costs ten times as much (the metaclass has a `__getattr__`)."""
+
+
 @dataclass(frozen=True)
 class Crash:
     """The innermost uncaught exception of a rank, or the fatal signal that killed it."""
@@ -107,11 +112,11 @@ class RankState(NamedTuple):
         """Resumed by a command, or seen making progress again."""
         # tuple.__new__ straight: a named tuple's own __new__ is one more Python call, and every
         # rank makes a `running` and a `paused` each lockstep step
-        return _new(RankState, (_RUNNING, self[1], self[2], None, None, False, self[6], None, ""))
+        return _new(RankState, (RUNNING, self[1], self[2], None, None, False, self[6], None, ""))
 
     def paused(self, where: Frame, post_mortem: bool) -> RankState:
         """The debugger's prompt opened at `where`."""
-        return _new(RankState, (_PAUSED, where, self[2], None, None, post_mortem, self[6], None, ""))
+        return _new(RankState, (PAUSED, where, self[2], None, None, post_mortem, self[6], None, ""))
 
     def waiting(self, where: Frame | None, callee: str | None) -> RankState:
         """Idle while running: blocked at `where`, inside `callee` (a collective, a sleep)."""
@@ -168,4 +173,3 @@ class RankState(NamedTuple):
 
 
 _new = tuple.__new__
-_RUNNING, _PAUSED = Phase.RUNNING, Phase.PAUSED
