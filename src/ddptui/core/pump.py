@@ -184,12 +184,10 @@ class Pumping:
 
     def command(self, words: list[str], fds: list[int]) -> None:
         """Add, flush or forget a rank, or note that ddptui took its wake-up."""
-        if words[0] == "K":
-            self.awaiting = False
-            self.news = self.news or any(s.ring.unread() for s in self.sources.values())
-            for source in self.sources.values():
-                self.resume(source)
-        elif words[0] == "R":
+        if words[0] in ("K", "R"):
+            if words[0] == "K":
+                self.awaiting = False
+                self.news = self.news or any(s.ring.unread() for s in self.sources.values())
             for source in self.sources.values():
                 self.resume(source)
         elif words[0] == "A":
