@@ -110,3 +110,17 @@ def test_groups_from_a_list_and_from_a_compare_row(ddptui: Runner) -> None:
     assert block(result.stdout, ":ranks pair") == ["target ranks: 0,2"]
     assert result.stdout.split("(ddptui) p rank\n")[1].splitlines()[:2] == ["[rank 0] 0", "[rank 2] 2"]
     assert block(result.stdout, ":group") == ["odd: rank 1", "pair: ranks 0,2"]
+
+
+def test_compare_of_a_pending_collective_describes_it_and_the_job_lives(ddptui: Runner) -> None:
+    commands = ":compare out\n:compare weight\np type(out).__name__\nc\n"
+    result = ddptui.batch(SCRIPTS / "tp_compare.py", commands, nproc=2, stall=10)
+    out = block(result.stdout, ":compare out")
+    assert out[0] == "all 2 ranks equal", result.stdout
+    assert "tensor([2, 4], float32, cpu, requires_grad) [pending collective, not waited on]" in out[1]
+    weight = block(result.stdout, ":compare weight")
+    assert weight[0] == "2 distinct values"
+    assert "of DTensor [16, 8] (Shard(dim=0)) on mesh tp=2" in weight[1]
+    assert "[ranks 0-1] 'AsyncCollectiveTensor'" in result.stdout
+    assert "rank 0: exited 0" in result.stdout and "rank 1: exited 0" in result.stdout
+    assert result.returncode == 0, result.stdout

@@ -198,9 +198,11 @@ def describe_tensor(info: Mapping[str, Any]) -> str:
     still shows it. `≈` before the hash says it was computed from a sample (see
     `ddptui.rank.tensor_summary`).
     """
-    sizes = info.get("shape", [])
+    sizes = info.get("shape")
     stats = {k: info.get(k) for k in TENSOR_STATS if info.get(k) is not None}
-    if _numel(info) == 1 and info.get("max") is not None:
+    if sizes is None:
+        shape = "?"  # a nested tensor's rows differ in size
+    elif _numel(info) == 1 and info.get("max") is not None:
         shape = "[" * len(sizes) + _num(info["max"]) + "]" * len(sizes)  # min = max = mean = the value
         stats = {}
     else:
@@ -211,16 +213,28 @@ def describe_tensor(info: Mapping[str, Any]) -> str:
     if info.get("local"):
         head.append("local shard")
     parts = [f"tensor({', '.join(head)})"]
+    if isinstance(dtensor := info.get("dtensor"), dict):
+        parts.append(_describe_dtensor(dtensor))
     parts += [f"{name}={_num(value)}" for name, value in stats.items()]
     parts += [f"{name}={info[name]}" for name in ("nan", "inf") if info.get(name)]
     if info.get("hash"):
         parts.append(f"hash{'≈' if info.get('hash_sampled') else '='}{str(info['hash'])[:8]}")
+    if info.get("note"):
+        parts.append(f"[{info['note']}]")
     return " ".join(parts)
+
+
+def _describe_dtensor(dtensor: Mapping[str, Any]) -> str:
+    """`of DTensor [8, 4] (Shard(dim=0)) on mesh tp=2`: global shape, placements and mesh."""
+    shape = ", ".join(str(size) for size in dtensor.get("global_shape", []))
+    placements = ", ".join(str(p) for p in dtensor.get("placements", []))
+    mesh = " ".join(f"{name}={size}" for name, size in dict(dtensor.get("mesh", {})).items())
+    return f"of DTensor [{shape}] ({placements}) on mesh {mesh}"
 
 
 def _numel(info: Mapping[str, Any]) -> int:
     """Elements of a tensor, from its shape."""
-    return math.prod(int(size) for size in info.get("shape", []))
+    return math.prod(int(size) for size in info.get("shape") or [])
 
 
 def _num(value: Any) -> str:

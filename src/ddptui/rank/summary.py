@@ -11,8 +11,9 @@
 - `number`: the value as a float when it is a real number (not a bool) or a one-element tensor;
   absent otherwise;
 - `tensor` (tensors only): `shape`, `dtype`, `device`, `requires_grad`, `local` (the local shard of
-  a DTensor), `min`, `max`, `mean`, `norm`, `nan`, `inf`, `hash`, `hash_sampled`; computed in
-  `ddptui.rank.tensor_summary`.
+  a DTensor), `min`, `max`, `mean`, `norm`, `nan`, `inf`, `hash`, `hash_sampled`; for a DTensor
+  also `dtensor` (`global_shape`, `placements`, `mesh`); when the elements were not read, `note`
+  says why (a pending collective, a freed storage, ...). Computed in `ddptui.rank.tensor_summary`.
 
 Non-finite floats (in `number` and the tensor stats) travel as the strings `"nan"`, `"inf"` and
 `"-inf"`, so the summary is strict JSON; a stat that does not apply is None.
@@ -33,6 +34,7 @@ from ddptui.rank.tensor_summary import (
     guard,
     json_float,
     local,
+    safe_repr,
     tensor_data,
     tensor_fields,
     tensor_hash,
@@ -152,7 +154,7 @@ class _ReprBuilder:
             self._container(value)
             self.open.discard(id(value))
         else:
-            self.put(repr(value))
+            self.put(_repr(value))
 
     def _container(self, value: Any) -> None:
         """Append a list, tuple, dict, set or frozenset item by item."""
@@ -176,6 +178,14 @@ class _ReprBuilder:
         self.put(",)" if cls is tuple and len(value) == 1 else closing)
         if cls is frozenset:
             self.put(")")
+
+
+def _repr(value: object) -> str:
+    """`repr(value)`, but a tensor torch must not print (a pending collective would be waited
+    on, a freed storage read) described by its metadata instead."""
+    tensor = tensor_of(value)
+    described = safe_repr(tensor) if tensor is not None else None
+    return repr(value) if described is None else described
 
 
 # --- keys of plain values ---------------------------------------------------------------------------
@@ -291,8 +301,8 @@ class _Fingerprint:
     def _tensor(self, tensor: Any) -> None:
         """Hash a tensor met inside a container: its shape, dtype and content hash."""
         tensor, _ = local(tensor)
-        data = tensor_data(tensor)
-        self.hash.update(f"{list(tensor.shape)}{tensor.dtype}".encode())
+        data, note = tensor_data(tensor)
+        self.hash.update(f"{list(tensor.shape)}{tensor.dtype}{note or ''}".encode())
         if data is not None:
             limit = max(self.bytes, 0) // data.element_size()
             digest, sampled = tensor_hash(data, b"", limit)

@@ -3,11 +3,16 @@ entries and the grouping key of `ddptui.rank.summary`. Standard library only.
 
 Torch is never imported: a tensor is recognised by duck typing on the object the user's code
 already has, and `sys.modules["torch"]` is only read once such an object is in hand.
+
+Inspection must never hurt the job: elements are read only through public torch calls on a plain
+tensor whose storage holds them (`readable`). A pending `AsyncCollectiveTensor` is never waited on
+(its peers may not have issued the collective), a subclass with its own dispatch is not run, and a
+freed storage (FSDP2 frees unsharded parameters that way) is not touched: each of those is
+described by its metadata and a `note` saying why its elements were not read.
 """
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import json
 import math
@@ -40,28 +45,120 @@ def json_float(value: float) -> float | str:
 
 
 def tensor_of(value: object) -> Any:
-    """`value` when it is a torch tensor (by duck typing, torch is not imported), else None."""
+    """`value` when it is a torch tensor (by duck typing, torch is not imported), else None.
+
+    The class is asked, not the value: a nested tensor's `shape` and a subclass's torch function
+    may raise.
+    """
     is_tensor = any(c.__name__ == "Tensor" and c.__module__.startswith("torch") for c in type(value).__mro__)
-    if is_tensor and all(hasattr(value, a) for a in ("shape", "dtype", "numel", "detach")):
+    if is_tensor and all(hasattr(type(value), a) for a in ("shape", "dtype", "numel", "detach")):
         return value
     return None
+
+
+def is_dtensor(tensor: Any) -> bool:
+    """Whether `tensor` is a DTensor (by its class, as torch is not imported)."""
+    return _has_class(tensor, "DTensor", "torch.distributed")
+
+
+def is_pending(tensor: Any) -> bool:
+    """Whether `tensor` is an `AsyncCollectiveTensor` whose collective was not waited on yet."""
+    return _has_class(tensor, "AsyncCollectiveTensor", "torch.distributed") and not getattr(
+        tensor, "completed", False
+    )
+
+
+def _has_class(value: object, name: str, module: str) -> bool:
+    """Whether a class of that name from that package is in the type's MRO."""
+    return any(c.__name__ == name and c.__module__.startswith(module) for c in type(value).__mro__)
 
 
 def local(tensor: Any) -> tuple[Any, bool]:
     """The local shard of a DTensor (and True), else the tensor itself (and False).
 
-    Reducing or reshaping a DTensor would start collectives that the other ranks are not in.
+    Reducing or reshaping a DTensor would start collectives that the other ranks are not in;
+    its `_local_tensor` is read as an attribute, so no autograd function runs.
     """
-    if callable(getattr(tensor, "to_local", None)):
-        return tensor.to_local(), True
+    if is_dtensor(tensor):
+        shard = getattr(tensor, "_local_tensor", None)
+        return (shard if shard is not None else tensor.to_local()), True
     return tensor, False
 
 
+def dtensor_fields(tensor: Any) -> dict[str, Any]:
+    """A DTensor's global shape, placements and mesh (dim names and sizes): metadata only."""
+    mesh = tensor.device_mesh
+    names = getattr(mesh, "mesh_dim_names", None) or [f"dim{i}" for i in range(mesh.ndim)]
+    return {
+        "global_shape": list(tensor.shape),
+        "placements": [repr(p) for p in tensor.placements],
+        "mesh": dict(zip(names, (int(size) for size in mesh.shape), strict=False)),
+    }
+
+
+def readable(tensor: Any) -> tuple[Any, str | None]:
+    """A plain tensor whose elements may be read safely, or None and why not.
+
+    Only metadata is looked at until the answer is known: no element is read, no dispatch of a
+    subclass runs, nothing waits.
+    """
+    torch: Any = sys.modules["torch"]
+    with torch._C.DisableTorchFunctionSubclass():
+        return _readable(tensor, torch)
+
+
+def _readable(tensor: Any, torch: Any) -> tuple[Any, str | None]:
+    """`readable` with subclasses' torch functions off."""
+    if is_pending(tensor):
+        return None, "pending collective, not waited on"
+    if _has_class(tensor, "AsyncCollectiveTensor", "torch.distributed"):
+        return _readable(tensor.elem, torch)
+    if getattr(tensor, "is_nested", False):
+        return None, "nested tensor"
+    if str(tensor.layout) != "torch.strided":
+        return None, f"{str(tensor.layout).removeprefix('torch.')} layout"
+    if tensor.device.type == "meta":
+        return None, "meta tensor, no data"
+    if _own_dispatch(type(tensor), torch):
+        return None, f"tensor subclass {type(tensor).__name__}"
+    if type(tensor) not in (torch.Tensor, torch.nn.Parameter):
+        tensor = tensor.as_subclass(torch.Tensor)  # shares the storage
+    if not _storage_holds(tensor):
+        return None, "storage freed (resized to fewer bytes than the tensor spans)"
+    return tensor, None
+
+
+def _own_dispatch(cls: type, torch: Any) -> bool:
+    """Whether a tensor class overrides `__torch_dispatch__` (a wrapper subclass: FakeTensor, ...)."""
+    return getattr(cls, "__torch_dispatch__", None) is not torch.Tensor.__torch_dispatch__
+
+
+def _storage_holds(tensor: Any) -> bool:
+    """Whether the tensor's storage has every byte its shape and strides reach."""
+    if tensor.numel() == 0:
+        return True
+    last = tensor.storage_offset() + sum(
+        (n - 1) * s for n, s in zip(tensor.shape, tensor.stride(), strict=True)
+    )
+    return bool((last + 1) * tensor.element_size() <= tensor.untyped_storage().nbytes())
+
+
 def tensor_fields(tensor: Any) -> dict[str, Any]:
-    """The `tensor`, `key`, `key_sampled` and maybe `number` entries of a tensor's summary."""
+    """The `tensor`, `key`, `key_sampled` and maybe `number` entries of a tensor's summary.
+
+    A subclass's `__torch_function__` (user code, which may raise or start collectives) is kept
+    out of every read.
+    """
+    with sys.modules["torch"]._C.DisableTorchFunctionSubclass():
+        return _tensor_fields(tensor)
+
+
+def _tensor_fields(tensor: Any) -> dict[str, Any]:
+    """`tensor_fields` with subclasses' torch functions off."""
+    dtensor = guard(lambda: dtensor_fields(tensor), None) if is_dtensor(tensor) else None
     tensor, is_local = local(tensor)
     info: dict[str, Any] = {
-        "shape": list(tensor.shape),
+        "shape": guard(lambda: list(tensor.shape), None),
         "dtype": str(tensor.dtype).removeprefix("torch."),
         "device": str(tensor.device),
         "requires_grad": bool(tensor.requires_grad),
@@ -69,7 +166,11 @@ def tensor_fields(tensor: Any) -> dict[str, Any]:
         **dict.fromkeys(("min", "max", "mean", "norm", "nan", "inf", "hash")),
         "hash_sampled": False,
     }
-    data = guard(lambda: tensor_data(tensor), None)
+    if dtensor is not None:
+        info["dtensor"] = dtensor
+    data, note = guard(lambda: tensor_data(tensor), (None, "elements could not be read"))
+    if note is not None:
+        info["note"] = note
     if data is not None:
         info.update(guard(lambda: _stats(data), {}))
         extra = json.dumps([info[k] for k in ("min", "max", "mean", "norm", "nan", "inf")]).encode()
@@ -85,7 +186,9 @@ def _tensor_key(info: dict[str, Any]) -> str:
     """`tensor:float32[3, 4]#<hash>`: content, shape and dtype; not the device (cuda:0 on rank 0 and
     cuda:1 on rank 1 hold equal values), not requires_grad, not the subclass."""
     key = f"tensor:{info['dtype']}{info['shape']}"
-    return f"{key}#{info['hash']}" if info["hash"] is not None else key
+    if info["hash"] is not None:
+        return f"{key}#{info['hash']}"
+    return f"{key} ({info['note']})" if info.get("note") else key
 
 
 def _tensor_number(data: Any) -> float | str | None:
@@ -95,12 +198,27 @@ def _tensor_number(data: Any) -> float | str | None:
     return json_float(float(data.item()))
 
 
-def tensor_data(tensor: Any) -> Any:
-    """The tensor detached, resolved and flattened contiguous; None when it has no plain data."""
-    data = tensor.detach()
-    if str(data.layout) != "torch.strided" or data.is_quantized or data.device.type == "meta":
-        return None
-    return data.resolve_conj().resolve_neg().contiguous().reshape(-1)
+def tensor_data(tensor: Any) -> tuple[Any, str | None]:
+    """The tensor detached, resolved and flattened contiguous, or None and why its elements were
+    not read (see `readable`); a quantized tensor's values dequantized."""
+    plain, note = readable(tensor)
+    if plain is None:
+        return None, note
+    data = plain.detach()
+    if data.is_quantized:
+        data = data.dequantize()
+    return data.resolve_conj().resolve_neg().contiguous().reshape(-1), None
+
+
+def safe_repr(tensor: Any) -> str | None:
+    """A repr of a tensor that must not be printed by torch (printing reads or waits), else None."""
+    with sys.modules["torch"]._C.DisableTorchFunctionSubclass():
+        plain, note = readable(local(tensor)[0])
+        if plain is not None:
+            return None
+        shape = guard(lambda: list(tensor.shape), "irregular")
+        dtype = str(tensor.dtype).removeprefix("torch.")
+    return f"{type(tensor).__name__}(shape={shape}, dtype={dtype}: {note})"
 
 
 def _stats(flat: Any) -> dict[str, Any]:
@@ -171,18 +289,38 @@ def tensor_hash(flat: Any, extra: bytes, limit: int = EXACT_HASH_ELEMENTS) -> tu
 
 
 def _hash_bytes(digest: Any, tensor: Any) -> None:
-    """Feed a tensor's bytes to `digest`, without a copy when it is contiguous on the CPU.
+    """Feed a tensor's bytes to `digest`.
 
-    `bytes(t.untyped_storage())` copies element by element (0.8 s for 100k floats) and `.numpy()`
-    needs numpy and a dtype numpy knows; a ctypes array over `data_ptr()` is a zero-copy buffer
-    for any dtype, valid while `tensor` is alive (it is, for the duration of this call).
+    The bytes are viewed as uint8 and handed over as a NumPy buffer (no copy, any dtype); without
+    NumPy, as a weighted sum of the bytes' int64 words (`_word_digest`). No raw pointer is read.
     """
-    tensor = tensor.contiguous()
-    if tensor.device.type != "cpu":
-        tensor = tensor.cpu()
-    size = tensor.numel() * tensor.element_size()
-    if size:
-        digest.update((ctypes.c_char * size).from_address(tensor.data_ptr()))
+    torch: Any = sys.modules["torch"]
+    raw = tensor.contiguous().cpu().reshape(-1).view(torch.uint8)
+    if raw.numel() == 0:
+        return
+    try:
+        buffer = raw.numpy()
+    except (RuntimeError, TypeError):
+        digest.update(_word_digest(raw, torch))
+        return
+    digest.update(buffer)
+
+
+WORD_CHUNK = 1 << 20
+"""Words a chunk of `_word_digest`: its index and weight temporaries stay small."""
+
+
+def _word_digest(raw: Any, torch: Any) -> bytes:
+    """Two sums of the bytes' int64 words, each word times a weight made from its index (odd,
+    so any one changed word changes both), wrapping: a content digest from torch ops alone."""
+    padded = torch.cat([raw, raw.new_zeros(-raw.numel() % 8)]).view(torch.int64)
+    first, second = 0, 0
+    for start in range(0, padded.numel(), WORD_CHUNK):
+        words = padded[start : start + WORD_CHUNK]
+        index = torch.arange(start, start + words.numel(), dtype=torch.int64)
+        first += int((words * (index * 0x9E3779B1 + 0x7F4A7C15 | 1)).sum())
+        second += int((words * (index * 0x85EBCA77 + 0x2545F491 | 1)).sum())
+    return f"{first % (1 << 64)}:{second % (1 << 64)}:{raw.numel()}".encode()
 
 
 def _word_sum(flat: Any) -> bytes:
