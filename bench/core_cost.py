@@ -40,7 +40,8 @@ DRIVER = """\
 import asyncio, os, sys
 sys.path.insert(0, {bench!r})
 import lockstep
-from ddptui.core import stalls, watchdog
+from ddptui.core.session import stalls
+from ddptui.core.session import watchdog
 
 watchdog.IDLE_WINDOW = stalls.IDLE_WINDOW = 1e9  # see core_cost.py: no process-table scans
 lockstep.STEP_TIMEOUT = 300.0

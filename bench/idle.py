@@ -26,9 +26,9 @@ import sys
 import time
 from pathlib import Path
 
-from ddptui.core.launch import LaunchSpec
-from ddptui.core.session import Session
-from ddptui.core.state import Phase
+from ddptui.core.model.state import Phase
+from ddptui.core.session.session import Session
+from ddptui.core.transport.launch import LaunchSpec
 from ddptui.ui.app import DdptuiApp
 
 SCRIPT = Path(__file__).resolve().parent.parent / "tests" / "scripts" / "plain_barrier.py"

@@ -66,9 +66,9 @@ from dataclasses import dataclass, field
 
 from ptyprocess import PtyProcess
 
-from ddptui.core.launch import LaunchSpec
-from ddptui.core.session import Session
-from ddptui.core.state import Phase
+from ddptui.core.model.state import Phase
+from ddptui.core.session.session import Session
+from ddptui.core.transport.launch import LaunchSpec
 from ddptui.rank.protocol import RANK_ENV, SOCKET_ENV, STATE_DIR_ENV, TOKEN_ENV
 
 WARMUP = 3

@@ -101,9 +101,9 @@ def full_scrollback(lines: int) -> None:
 
 async def app_run(script: Path, ranks: int, lines: int, mode: str, traced: bool) -> dict[str, Any]:
     """Run the app on the ranks until all are paused and emulated; the figures and what it holds."""
-    from ddptui.core.launch import LaunchSpec
-    from ddptui.core.session import Session
-    from ddptui.core.state import Phase
+    from ddptui.core.model.state import Phase
+    from ddptui.core.session.session import Session
+    from ddptui.core.transport.launch import LaunchSpec
     from ddptui.ui.app import DdptuiApp
 
     if mode == "full":
@@ -156,11 +156,11 @@ async def app_run(script: Path, ranks: int, lines: int, mode: str, traced: bool)
 
 
 def helper_rss() -> int:
-    """RSS of the session's watchdog process (`ddptui.core.reaper`), not counted in the growth."""
+    """RSS of the session's watchdog process (`ddptui.core.transport.reaper`), not counted in the growth."""
     total = 0
     for process in psutil.Process().children(recursive=True):
         try:
-            if "ddptui.core.reaper" in " ".join(process.cmdline()):
+            if "ddptui.core.transport.reaper" in " ".join(process.cmdline()):
                 total += int(process.memory_info().rss)
         except psutil.Error:
             continue

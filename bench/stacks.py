@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from ddptui.core.launch import LaunchSpec
-from ddptui.core.session import Session
-from ddptui.core.stack_tree import merge, merged, render, sample
+from ddptui.core.diagnosis.stack_tree import merge, merged, render, sample
+from ddptui.core.session.session import Session
+from ddptui.core.transport.launch import LaunchSpec
 from ddptui.rank.protocol import Frame
 
 BLOCK = 5

@@ -37,7 +37,7 @@ flood"). A key unseen after 2 s counts as 2000 ms and as lost. p99 is nearest-ra
 100 keys it is the second-worst one.
 
 CPU: the ddptui process (`getrusage(RUSAGE_SELF)`: app, core and the bench's key thread, which
-mostly sleeps) plus its pty pump process (`ddptui.core.pump`, which the app uses; its share is
+mostly sleeps) plus its pty pump process (`ddptui.core.transport.pump`, which the app uses; its share is
 noted below the table) against the tmux server plus its client (`psutil`), from `go` until every rank
 finished writing and the UI is idle again (ddptui: the core has every byte and no shown pane has
 unemulated bytes; tmux: server under 10% of a core for 100 ms). `catch-up` is the part of that
@@ -97,10 +97,10 @@ from textual._compositor import CompositorUpdate
 from textual.keys import _character_to_key
 from textual.screen import Screen
 
-from ddptui.core.launch import LaunchSpec
-from ddptui.core.local import LocalRank
-from ddptui.core.pump import Pump
-from ddptui.core.session import Session
+from ddptui.core.session.session import Session
+from ddptui.core.transport.launch import LaunchSpec
+from ddptui.core.transport.local import LocalRank
+from ddptui.core.transport.pump import Pump
 from ddptui.ui.app import DdptuiApp, grid_shape
 from ddptui.ui.command_bar import CommandBar
 from ddptui.ui.rank_pane import RankPane
@@ -108,7 +108,7 @@ from ddptui.ui.rank_pane import RankPane
 SIZE = (200, 50)
 """Terminal size (columns, lines) of both UIs."""
 CPUS = os.sched_getaffinity(0)
-"""The CPUs this process may use before ddptui pins its loop (`ddptui.core.home_cpu`): the
+"""The CPUs this process may use before ddptui pins its loop (`ddptui.core.transport.home_cpu`): the
 typist's, as a terminal's (Textual's input thread starts before the pin, the bench's would not)."""
 SOCKET = f"ddptui-bench-{os.getpid()}"
 """The private tmux socket name (`tmux -L`), one per run: two runs at once must not share a server."""

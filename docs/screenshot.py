@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 from ddptui.cli import DEMO_SCRIPT
-from ddptui.core.launch import LaunchSpec
-from ddptui.core.session import Session
-from ddptui.core.state import Phase
+from ddptui.core.model.state import Phase
+from ddptui.core.session.session import Session
+from ddptui.core.transport.launch import LaunchSpec
 from ddptui.ui.app import DdptuiApp
 from ddptui.ui.rank_pane import RankPane
 

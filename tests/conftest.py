@@ -15,9 +15,9 @@ import psutil
 import pytest
 from textual.pilot import Pilot
 
-from ddptui.core.launch import LaunchSpec
-from ddptui.core.session import Session
-from ddptui.core.targets import parse_ranks
+from ddptui.core.model.targets import parse_ranks
+from ddptui.core.session.session import Session
+from ddptui.core.transport.launch import LaunchSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

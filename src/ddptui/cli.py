@@ -14,11 +14,11 @@ from dataclasses import replace
 from typing import NoReturn
 
 from ddptui import __version__, torchrun_options
-from ddptui.core import batch, batch_input
-from ddptui.core.batch_input import BatchInputError
-from ddptui.core.launch import LaunchError, LaunchSpec
-from ddptui.core.logs import check_log_dir
-from ddptui.core.session import Session
+from ddptui.core.commands import batch, batch_input
+from ddptui.core.commands.batch_input import BatchInputError
+from ddptui.core.session.session import Session
+from ddptui.core.transport.launch import LaunchError, LaunchSpec
+from ddptui.core.transport.logs import check_log_dir
 from ddptui.rank.timeouts import DEFAULT_PG_TIMEOUT
 
 DEMO_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "demo", "train.py")
@@ -327,7 +327,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `ddptui` command."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["attach"]:  # a job already running; a script named attach runs as ./attach
-        from ddptui.core.attach import main as attach
+        from ddptui.core.attach.main import main as attach
 
         return attach(argv[1:])
     try:

@@ -15,10 +15,10 @@ import psutil
 import pytest
 from conftest import ROOT, SCRIPTS, wait_for
 
-from ddptui.core.attach_job import RankProcess
-from ddptui.core.attach_look import RankView
-from ddptui.core.attach_report import verdict
-from ddptui.core.py_spy import NOT_INSTALLED, NOT_PERMITTED, dump_problem, find_py_spy, parse_dump
+from ddptui.core.attach.job import RankProcess
+from ddptui.core.attach.look import RankView
+from ddptui.core.attach.py_spy import NOT_INSTALLED, NOT_PERMITTED, dump_problem, find_py_spy, parse_dump
+from ddptui.core.attach.report import verdict
 from ddptui.rank.protocol import Frame
 
 SCRIPT = SCRIPTS / "attach_hang.py"

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from conftest import SCRIPTS, wait_for
 
-from ddptui.core.collective_records import Record, parse_log
-from ddptui.core.collectives import RankStatus, verdict_lines
+from ddptui.core.diagnosis.collective_records import Record, parse_log
+from ddptui.core.diagnosis.collectives import RankStatus, verdict_lines
 from ddptui.rank.protocol import Frame
 
 SCRIPT = SCRIPTS / "fr_job.py"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import SCRIPTS
 
-from ddptui.core.hints import hint_for
+from ddptui.core.diagnosis.hints import hint_for
 
 TIMEOUT = 60.0
 """Seconds a whole job may take; the slowest (a 3 s init timeout) needs about 10."""

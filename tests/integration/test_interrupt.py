@@ -6,9 +6,9 @@ import asyncio
 
 from conftest import SCRIPTS, running_session
 
-from ddptui.core import commands
-from ddptui.core.session import Session
-from ddptui.core.state import Phase
+from ddptui.core.commands import registry as commands
+from ddptui.core.model.state import Phase
+from ddptui.core.session.session import Session
 
 LOOP = {f"tests/scripts/spins.py:{line}" for line in (11, 12, 13)}
 """The lines of spins.py's endless loop."""

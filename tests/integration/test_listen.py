@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SCRIPTS, Runner, rank_lines, summary, until, wait_for
 
-from ddptui.core.launch import LaunchSpec
-from ddptui.core.session import Session
+from ddptui.core.session.session import Session
+from ddptui.core.transport.launch import LaunchSpec
 from ddptui.rank import protocol
 from ddptui.rank.protocol import Hello, Identity
 from ddptui.ui.app import DdptuiApp

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from ddptui.core.launch import LaunchError
-from ddptui.core.logs import SessionLog, check_log_dir
-from ddptui.core.state import RankState
+from ddptui.core.model.state import RankState
+from ddptui.core.transport.launch import LaunchError
+from ddptui.core.transport.logs import SessionLog, check_log_dir
 
 
 def mode(path: Path) -> int:

@@ -15,10 +15,10 @@ import pyte
 import pytest
 from conftest import SCRIPTS, running_session
 
-from ddptui.core.answers import answer_lines
-from ddptui.core.local import LocalRank
-from ddptui.core.session import Session
-from ddptui.core.state import Phase
+from ddptui.core.model.answers import answer_lines
+from ddptui.core.model.state import Phase
+from ddptui.core.session.session import Session
+from ddptui.core.transport.local import LocalRank
 from ddptui.rank import protocol
 from ddptui.rank.protocol import Frame, Hello, Identity, Paused, Reply
 

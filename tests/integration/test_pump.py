@@ -19,11 +19,11 @@ import psutil
 import pytest
 from conftest import SCRIPTS, wait_for
 
-from ddptui.core import home_cpu, launch
-from ddptui.core.launch import LaunchSpec
-from ddptui.core.local import EXIT_FLUSH, LocalJob, LocalRank
-from ddptui.core.pump import Ring
-from ddptui.core.session import Session
+from ddptui.core.session.session import Session
+from ddptui.core.transport import home_cpu, launch
+from ddptui.core.transport.launch import LaunchSpec
+from ddptui.core.transport.local import EXIT_FLUSH, LocalJob, LocalRank
+from ddptui.core.transport.pump import Ring
 
 WRITER = textwrap.dedent(
     """
@@ -215,7 +215,7 @@ def test_pump_ends_when_ddptui_is_killed() -> None:
     program = textwrap.dedent(
         """
         import asyncio, os, sys
-        from ddptui.core.pump import Pump
+        from ddptui.core.transport.pump import Pump
         async def main():
             pump = Pump(dict(os.environ))
             print(pump.process.pid, flush=True)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from conftest import SCRIPTS, running_session
 
-from ddptui.core.session import Session
-from ddptui.core.stack_tree import Node, Stop, merged, render, sample, stacks_lines
+from ddptui.core.diagnosis.stack_tree import Node, Stop, merged, render, sample, stacks_lines
+from ddptui.core.session.session import Session
 from ddptui.rank.protocol import Frame
 
 TIMEOUT = 90

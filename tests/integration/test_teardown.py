@@ -15,7 +15,7 @@ import psutil
 import pytest
 from conftest import EXAMPLES, ROOT, SCRIPTS, Runner, summary, tagged_ranks, wait_for
 
-from ddptui.core.local import _parent
+from ddptui.core.transport.local import _parent
 
 
 class Started:

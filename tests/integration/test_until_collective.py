@@ -9,10 +9,10 @@ from pathlib import Path
 import psutil
 from conftest import SCRIPTS
 
-from ddptui.core.launch import LaunchSpec
-from ddptui.core.session import Session
-from ddptui.core.state import Frame, Phase
-from ddptui.core.until import REQUEST, Stop, release, stop_from, table, until_collective, verdict
+from ddptui.core.commands.until import REQUEST, Stop, release, stop_from, table, until_collective, verdict
+from ddptui.core.model.state import Frame, Phase
+from ddptui.core.session.session import Session
+from ddptui.core.transport.launch import LaunchSpec
 from ddptui.rank.protocol import Reply
 
 TIMEOUT = 60

@@ -14,9 +14,9 @@ import psutil
 import pytest
 from conftest import SCRIPTS, Runner, rank_lines, summary, until, wait_for
 
-from ddptui.core.launch import LaunchSpec
-from ddptui.core.session import Session
-from ddptui.core.state import Phase
+from ddptui.core.model.state import Phase
+from ddptui.core.session.session import Session
+from ddptui.core.transport.launch import LaunchSpec
 from ddptui.ui.app import DdptuiApp
 from ddptui.ui.rank_pane import RankPane
 

@@ -80,7 +80,7 @@ def main() -> None:
         wait(
             lambda: (
                 not any(
-                    "ddptui.core.reaper" in " ".join(p.info["cmdline"] or ())
+                    "ddptui.core.transport.reaper" in " ".join(p.info["cmdline"] or ())
                     for p in psutil.process_iter(["cmdline"])
                 )
             )

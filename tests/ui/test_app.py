@@ -14,10 +14,10 @@ from textual import events
 from textual.pilot import Pilot
 from textual.widgets._footer import FooterKey
 
-from ddptui.core.launch import LaunchSpec
-from ddptui.core.session import Session
-from ddptui.core.state import Phase
-from ddptui.core.targets import format_ranks
+from ddptui.core.model.state import Phase
+from ddptui.core.model.targets import format_ranks
+from ddptui.core.session.session import Session
+from ddptui.core.transport.launch import LaunchSpec
 from ddptui.ui.app import DdptuiApp
 from ddptui.ui.command_bar import CommandBar
 from ddptui.ui.rank_bar import RankBar

@@ -12,7 +12,7 @@ import pytest
 from textual.app import App, ComposeResult
 
 import ddptui.ui
-from ddptui.core.output import OutputLog
+from ddptui.core.model.output import OutputLog
 from ddptui.term.backfill import Backfill, window
 from ddptui.term.screen import TermScreen
 from ddptui.ui.pane_turns import TURNS

@@ -9,8 +9,8 @@ import pytest
 from conftest import SCRIPTS, Runner, until
 from test_app import all_paused, spec
 
-from ddptui.core.commands import commands
-from ddptui.core.session import Session
+from ddptui.core.commands.registry import commands
+from ddptui.core.session.session import Session
 from ddptui.ui.app import DdptuiApp
 from ddptui.ui.quit_screen import QuitScreen
 

@@ -8,8 +8,8 @@ from conftest import SCRIPTS, until
 from test_app import all_paused, spec
 from textual.app import App, ComposeResult
 
-from ddptui.core.compare import compare
-from ddptui.core.session import Session
+from ddptui.core.diagnosis.compare import compare
+from ddptui.core.session.session import Session
 from ddptui.ui.app import DdptuiApp
 from ddptui.ui.compare_table import CompareTable
 from ddptui.ui.rank_sparkline import RankSparkline

@@ -12,11 +12,11 @@ from textual.pilot import Pilot
 from textual.widgets import Label
 from textual.widgets._toast import Toast
 
-from ddptui.core.commands import Result
-from ddptui.core.compare import compare
-from ddptui.core.launch import LaunchSpec
-from ddptui.core.session import Session
-from ddptui.core.state import Crash, Frame, Phase, RankState
+from ddptui.core.commands.registry import Result
+from ddptui.core.diagnosis.compare import compare
+from ddptui.core.model.state import Crash, Frame, Phase, RankState
+from ddptui.core.session.session import Session
+from ddptui.core.transport.launch import LaunchSpec
 from ddptui.ui.app import DdptuiApp
 from ddptui.ui.command_bar import BROADCAST_HINT
 from ddptui.ui.command_log import CommandLog

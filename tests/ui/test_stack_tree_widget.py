@@ -9,8 +9,8 @@ from rich.style import Style
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
-from ddptui.core.collective_records import Record
-from ddptui.core.stack_tree import Node, merge, placeholder
+from ddptui.core.diagnosis.collective_records import Record
+from ddptui.core.diagnosis.stack_tree import Node, merge, placeholder
 from ddptui.rank.protocol import Frame
 from ddptui.ui.stack_tree import StackTree
 

@@ -11,9 +11,9 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.strip import Strip
 
-from ddptui.core.launch import LaunchSpec
-from ddptui.core.session import Session
-from ddptui.core.state import Crash, Frame, Phase, RankState
+from ddptui.core.model.state import Crash, Frame, Phase, RankState
+from ddptui.core.session.session import Session
+from ddptui.core.transport.launch import LaunchSpec
 from ddptui.ui.app import DdptuiApp
 from ddptui.ui.rank_pane import RankPane
 from ddptui.ui.state_grid import StateGrid

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ddptui.core import batch_input
-from ddptui.core.batch_input import BatchInputError, check_source, lines
+from ddptui.core.commands import batch_input
+from ddptui.core.commands.batch_input import BatchInputError, check_source, lines
 
 
 async def collect(source: str, timeout: float = 10.0) -> list[str]:
@@ -204,7 +204,7 @@ async def test_endless_input_is_read_only_a_little_ahead() -> None:
 
 STDIN_SCRIPT = """
 import asyncio, sys
-from ddptui.core.batch_input import check_source, lines
+from ddptui.core.commands.batch_input import check_source, lines
 async def main():
     check_source(sys.argv[1])
     print(ascii([line async for line in lines(sys.argv[1])]))
@@ -226,7 +226,7 @@ def test_piped_standard_input_with_bad_bytes(source: str) -> None:
 
 EXIT_SCRIPT = """
 import asyncio, sys
-from ddptui.core.batch_input import lines
+from ddptui.core.commands.batch_input import lines
 async def main():
     reading = asyncio.ensure_future(anext(lines(sys.argv[1])))
     await asyncio.sleep(0.3)

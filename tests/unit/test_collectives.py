@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from ddptui.core.collective_records import Record, log_error, parse_log
-from ddptui.core.collectives import RankStatus, diagnose, verdict_lines
-from ddptui.core.collectives_table import collectives_table
-from ddptui.core.state import RankState
+from ddptui.core.commands.collectives_table import collectives_table
+from ddptui.core.diagnosis.collective_records import Record, log_error, parse_log
+from ddptui.core.diagnosis.collectives import RankStatus, diagnose, verdict_lines
+from ddptui.core.model.state import RankState
 from ddptui.rank import collectives as rank_side
 from ddptui.rank import flight_recorder
 from ddptui.rank.protocol import Frame

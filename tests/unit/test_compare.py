@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ddptui.core.compare import Answer, Comparison, Row, compare, describe_tensor, sparkline
+from ddptui.core.diagnosis.compare import Answer, Comparison, Row, compare, describe_tensor, sparkline
 from ddptui.rank.summary import summarize
 
 

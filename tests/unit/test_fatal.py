@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import SCRIPTS
 
-from ddptui.core.fatal import fatal_site, qualified_name
-from ddptui.core.stacks import Frame
-from ddptui.core.state import short_path
+from ddptui.core.model.fatal import fatal_site, qualified_name
+from ddptui.core.model.stacks import Frame
+from ddptui.core.model.state import short_path
 
 SITE = "/venv/lib/python3.11/site-packages"
 STDLIB = sysconfig.get_paths()["stdlib"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ddptui.core.hints import HINTS, hint_for
+from ddptui.core.diagnosis.hints import HINTS, hint_for
 
 NO_CUDA = 'use device "cpu" and the "gloo" backend'
 PORT = "the script likely hard-codes MASTER_PORT"

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ddptui.core import home_cpu
+from ddptui.core.transport import home_cpu
 
 CPUS = os.sched_getaffinity(0)
 

@@ -7,8 +7,8 @@ import sys
 import pytest
 from torch._utils import ExceptionWrapper
 
-from ddptui.core.inner_error import innermost
-from ddptui.core.state import Frame
+from ddptui.core.model.inner_error import innermost
+from ddptui.core.model.state import Frame
 
 OUTER = (Frame("train.py", 30, "main"), Frame("/site-packages/torch/_utils.py", 700, "reraise"))
 

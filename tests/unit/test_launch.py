@@ -4,8 +4,8 @@ import socket
 
 import pytest
 
-from ddptui.core import wrap
-from ddptui.core.launch import LaunchSpec, Link, free_port, listening, rank_env
+from ddptui.core.session import wrap
+from ddptui.core.transport.launch import LaunchSpec, Link, free_port, listening, rank_env
 from ddptui.rank.protocol import PLAIN_INPUT_ENV, PLAIN_UNTIL_EDITED
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ddptui.core import marks
-from ddptui.core.marks import MarkReader
+from ddptui.core.model import marks
+from ddptui.core.model.marks import MarkReader
 from ddptui.rank.protocol import MARK_END, MARK_INTRO, MAX_MARK, Frame, Paused
 
 KEY = b"k" * 24

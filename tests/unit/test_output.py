@@ -1,6 +1,6 @@
 """A rank's output log: absolute offsets, a cap, and an account of what the cap dropped."""
 
-from ddptui.core.output import OutputLog
+from ddptui.core.model.output import OutputLog
 
 
 def test_nothing_dropped_under_the_cap() -> None:

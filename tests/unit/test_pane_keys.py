@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ddptui.core.keys import line_left
+from ddptui.core.session.keys import line_left
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sysconfig
 
-from ddptui.core.collective_records import Record
-from ddptui.core.stack_tree import (
+from ddptui.core.diagnosis.collective_records import Record
+from ddptui.core.diagnosis.stack_tree import (
     MAX_FRAMES,
     Node,
     Stop,

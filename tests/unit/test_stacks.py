@@ -2,7 +2,7 @@
 
 import sysconfig
 
-from ddptui.core.stacks import Frame, blocked_at, joining_store, main_thread, parse_threads
+from ddptui.core.model.stacks import Frame, blocked_at, joining_store, main_thread, parse_threads
 
 SITE = "/venv/lib/python3.11/site-packages"
 DUMP = f'''Thread 0x00007f0000000001 (most recent call first):

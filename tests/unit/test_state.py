@@ -1,6 +1,6 @@
 """Rank states in words, reached through the typed transitions."""
 
-from ddptui.core.state import Crash, Frame, Phase, RankState
+from ddptui.core.model.state import Crash, Frame, Phase, RankState
 
 
 def test_describe() -> None:

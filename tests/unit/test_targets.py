@@ -2,7 +2,15 @@
 
 import pytest
 
-from ddptui.core.targets import Line, TargetError, by_words, format_ranks, name_ranks, parse_line, parse_ranks
+from ddptui.core.model.targets import (
+    Line,
+    TargetError,
+    by_words,
+    format_ranks,
+    name_ranks,
+    parse_line,
+    parse_ranks,
+)
 
 
 def test_parse_ranks() -> None:

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from conftest import SCRIPTS
 
-from ddptui.core.compare import describe
-from ddptui.core.launch import free_port
+from ddptui.core.diagnosis.compare import describe
+from ddptui.core.transport.launch import free_port
 
 
 @pytest.fixture(scope="module")

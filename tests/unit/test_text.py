@@ -2,7 +2,7 @@
 
 import pytest
 
-from ddptui.core.text import inert, overwrite, terminal_lines
+from ddptui.core.model.text import inert, overwrite, terminal_lines
 
 
 def test_pdb_bytes_become_lines() -> None:

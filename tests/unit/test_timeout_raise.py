@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ddptui.cli import UsageError, parse_spec
-from ddptui.core.launch import LaunchSpec, Link, rank_env
+from ddptui.core.transport.launch import LaunchSpec, Link, rank_env
 from ddptui.rank import collectives, flight_recorder, timeouts
 
 LIMIT = 7200.0

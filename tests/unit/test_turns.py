@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from ddptui.core.lockstep import Turns
+from ddptui.core.session.lockstep import Turns
 
 
 async def take(turns: Turns, name: str, log: list[str], hold: asyncio.Event) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
-from ddptui.core import usage
+from ddptui.core.transport import usage
 
 
 @pytest.fixture

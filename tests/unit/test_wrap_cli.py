@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ddptui.cli import UsageError, main, parse_spec
-from ddptui.core.wrap import spawn_advice
+from ddptui.core.session.wrap import spawn_advice
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = str(ROOT / "examples" / "train_ddp.py")

@@ -3,7 +3,7 @@
 A rank killed by SIGSEGV, SIGABRT, SIGBUS, SIGFPE or SIGILL runs no Python code after the signal:
 no exception, no post-mortem, nothing on the side channel. faulthandler's C handler still writes
 every thread's Python stack, so it writes them to a file the core reads once the rank is gone
-(see `ddptui.core.fatal.fatal_site`). Standard library only: this runs inside the rank.
+(see `ddptui.core.model.fatal.fatal_site`). Standard library only: this runs inside the rank.
 """
 
 from __future__ import annotations

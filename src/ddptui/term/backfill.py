@@ -21,7 +21,7 @@ STEP = 512
 
 
 class Output(Protocol):
-    """A rank's output as the core keeps it (`ddptui.core.output.OutputLog`)."""
+    """A rank's output as the core keeps it (`ddptui.core.model.output.OutputLog`)."""
 
     @property
     def start(self) -> int:

@@ -19,13 +19,13 @@ from textual.binding import Binding
 from textual.containers import Grid
 from textual.screen import Screen
 
-from ddptui.core import commands
-from ddptui.core.batch import exit_status
-from ddptui.core.launch import LaunchError, check_port
-from ddptui.core.pump import ORDERED_STORES
-from ddptui.core.session import Session
-from ddptui.core.targets import Line, format_ranks, name_ranks
-from ddptui.core.wrap import fold_exports
+from ddptui.core.commands import registry as commands
+from ddptui.core.commands.batch import exit_status
+from ddptui.core.model.targets import Line, format_ranks, name_ranks
+from ddptui.core.session.session import Session
+from ddptui.core.session.wrap import fold_exports
+from ddptui.core.transport.launch import LaunchError, check_port
+from ddptui.core.transport.pump import ORDERED_STORES
 from ddptui.ui import palette
 from ddptui.ui.colon_typing import ColonTyping
 from ddptui.ui.command_bar import CommandBar

@@ -9,10 +9,10 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
-from ddptui.core import commands
-from ddptui.core.answers import answer_lines, tagged
-from ddptui.core.lockstep import Broadcast
-from ddptui.core.targets import Line, TargetError, name_ranks
+from ddptui.core.commands import registry as commands
+from ddptui.core.model.answers import answer_lines, tagged
+from ddptui.core.model.targets import Line, TargetError, name_ranks
+from ddptui.core.session.lockstep import Broadcast
 
 if TYPE_CHECKING:
     from ddptui.ui.app import DdptuiApp

@@ -7,8 +7,8 @@ from collections import deque
 from rich.text import Text
 from textual.widgets import RichLog
 
-from ddptui.core.commands import Result
-from ddptui.core.text import inert
+from ddptui.core.commands.registry import Result
+from ddptui.core.model.text import inert
 
 
 class CommandLog(RichLog):

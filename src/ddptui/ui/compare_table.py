@@ -8,9 +8,9 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from ddptui.core.compare import Comparison, Row
-from ddptui.core.targets import name_ranks
-from ddptui.core.text import inert
+from ddptui.core.diagnosis.compare import Comparison, Row
+from ddptui.core.model.targets import name_ranks
+from ddptui.core.model.text import inert
 from ddptui.ui.rank_sparkline import RankSparkline
 
 

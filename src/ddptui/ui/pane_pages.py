@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.containers import Grid
 
-from ddptui.core.launch import LaunchSpec
-from ddptui.core.session import Session
-from ddptui.core.state import RankState
-from ddptui.core.targets import name_ranks
-from ddptui.core.text import inert
+from ddptui.core.model.state import RankState
+from ddptui.core.model.targets import name_ranks
+from ddptui.core.model.text import inert
+from ddptui.core.session.session import Session
+from ddptui.core.transport.launch import LaunchSpec
 from ddptui.ui.rank_bar import has_crashed
 from ddptui.ui.rank_pane import RankPane
 from ddptui.ui.state_grid import StateGrid

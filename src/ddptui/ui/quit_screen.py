@@ -10,7 +10,7 @@ from textual.containers import Grid
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label
 
-from ddptui.core.state import RankState
+from ddptui.core.model.state import RankState
 from ddptui.ui.rank_bar import has_crashed
 
 ORDER = ("paused", "crashed", "waiting", "running", "starting", "exited")

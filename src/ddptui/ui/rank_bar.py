@@ -10,9 +10,9 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from ddptui.core.state import Frame, Phase, RankState, describe_exit
-from ddptui.core.targets import format_ranks, name_ranks
-from ddptui.core.text import inert
+from ddptui.core.model.state import Frame, Phase, RankState, describe_exit
+from ddptui.core.model.targets import format_ranks, name_ranks
+from ddptui.core.model.text import inert
 
 PHASE_STYLES = {
     Phase.STARTING: "dim",

@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from ddptui.core.compare import NON_FINITE_SPARKS, Comparison
+from ddptui.core.diagnosis.compare import NON_FINITE_SPARKS, Comparison
 
 
 class RankSparkline(Widget):

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 
 from textual.timer import Timer
 
-from ddptui.core import commands
-from ddptui.core.rootcause import Failure, one_bug, root_cause
-from ddptui.core.state import Phase, RankState
-from ddptui.core.targets import by_words
-from ddptui.core.text import inert
+from ddptui.core.commands import registry as commands
+from ddptui.core.diagnosis.rootcause import Failure, one_bug, root_cause
+from ddptui.core.model.state import Phase, RankState
+from ddptui.core.model.targets import by_words
+from ddptui.core.model.text import inert
 from ddptui.ui.pane_pages import dress_pane
 from ddptui.ui.rank_bar import has_crashed
 

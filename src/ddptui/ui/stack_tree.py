@@ -12,15 +12,15 @@ from textual.message import Message
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from ddptui.core.stack_tree import Node, Stop
-from ddptui.core.targets import name_ranks
+from ddptui.core.diagnosis.stack_tree import Node, Stop
+from ddptui.core.model.targets import name_ranks
 
 Branch = Node | Stop
 """What a line of the tree stands for: a frame (or folded frames) of the merged stacks, or a stop."""
 
 
 class StackTree(Tree[Branch]):
-    """Every rank's stack merged into one tree (see `ddptui.core.stack_tree`), odd branches marked.
+    """Every rank's stack merged into one tree (see `ddptui.core.diagnosis.stack_tree`), odd branches marked.
 
     Labels are built as plain `Text`, never parsed as markup: function and file names come from
     the ranks. The whole tree starts expanded; `g` asks for a rank group of the branch under the

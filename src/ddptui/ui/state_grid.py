@@ -26,7 +26,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.timer import Timer
 
-from ddptui.core.state import Phase, RankState
+from ddptui.core.model.state import Phase, RankState
 from ddptui.ui.state_grid_cells import MISSING_MARK, ROOT_MARK, CellStyles, cells, heading, legend, look
 from ddptui.ui.state_grid_layout import GridLayout, Row, location
 

@@ -14,8 +14,8 @@ from rich.style import Style
 from textual.strip import Strip
 from textual.widget import Widget
 
-from ddptui.core.state import Phase, RankState
-from ddptui.core.text import inert
+from ddptui.core.model.state import Phase, RankState
+from ddptui.core.model.text import inert
 
 ROOT_MARK = "!"
 """The mark of the rank whose failure explains the others."""

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ddptui.core.state import RankState, describe_exit
+from ddptui.core.model.state import RankState, describe_exit
 
 
 def location(state: RankState) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from textual.containers import VerticalScroll
 
-from ddptui.core.compare import Comparison
-from ddptui.core.stack_tree import Node
+from ddptui.core.diagnosis.compare import Comparison
+from ddptui.core.diagnosis.stack_tree import Node
 from ddptui.ui.compare_table import CompareTable
 from ddptui.ui.stack_tree import StackTree
 

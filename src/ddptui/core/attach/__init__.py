@@ -1,0 +1,1 @@
+"""`ddptui attach PID`: a job ddptui did not start, read-only."""

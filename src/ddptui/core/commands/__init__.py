@@ -1,0 +1,1 @@
+"""The `:` commands both front ends share, `:until-collective`, and `--batch`."""

@@ -1,0 +1,59 @@
+"""`:collectives`: the last collectives of each process group side by side across ranks.
+
+Rows are aligned by sequence number, and `≠` marks a row whose ops, shapes or dtypes differ (as
+`Record.signature` says).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ddptui.core.diagnosis.collective_records import WORLD, Record, process_groups
+from ddptui.core.model.targets import name_ranks
+
+CELL = 44
+"""Widest cell of the table, in characters."""
+
+
+def collectives_table(logs: Mapping[int, Sequence[Record]], last: int) -> list[str]:
+    """The `last` collectives of each process group side by side across ranks, aligned by sequence
+    number; `≠` marks a row whose ops, shapes or dtypes differ. Ranks with identical columns share one.
+    """
+    lines: list[str] = []
+    groups = process_groups(logs)
+    for pg in groups:
+        seqs = {
+            rank: {r.seq: r for r in log if r.pg == pg and not r.p2p} for rank, log in sorted(logs.items())
+        }
+        seqs = {rank: by_seq for rank, by_seq in seqs.items() if by_seq or pg == WORLD}
+        rows = sorted({seq for by_seq in seqs.values() for seq in by_seq})[-last:] if last > 0 else []
+        if len(groups) > 1:
+            lines.append(f"group {pg}")
+        lines += _table(seqs, rows)
+    return lines
+
+
+def _table(seqs: Mapping[int, Mapping[int, Record]], rows: list[int]) -> list[str]:
+    """One group's rows: a header, then `≠ #seq cell cell ...` per sequence number."""
+    columns: dict[tuple[str, ...], list[int]] = {}
+    for rank, by_seq in seqs.items():
+        columns.setdefault(tuple(_cell(by_seq.get(seq)) for seq in rows), []).append(rank)
+    widths = [max([len(name_ranks(ranks)), *map(len, cells)]) for cells, ranks in columns.items()]
+    seq_width = max([len(f"#{seq}") for seq in rows] + [3])
+    header = "  ".join(name_ranks(ranks).ljust(w) for ranks, w in zip(columns.values(), widths, strict=True))
+    lines = [("  " + "seq".rjust(seq_width) + "  " + header).rstrip()]
+    for index, seq in enumerate(rows):
+        signatures = {by_seq[seq].signature() for by_seq in seqs.values() if seq in by_seq}
+        mark = "≠ " if len(signatures) > 1 else "  "
+        cells = [cells[index].ljust(width) for cells, width in zip(columns, widths, strict=True)]
+        lines.append((mark + f"#{seq}".rjust(seq_width) + "  " + "  ".join(cells)).rstrip())
+    return lines
+
+
+def _cell(record: Record | None) -> str:
+    """`all_reduce [3] float32 train.py:10`, `(issued)` added while pending, `-` when absent."""
+    if record is None:
+        return "-"
+    text = record.what() + (f" {record.site}" if record.site else "")
+    text += "" if not record.pending else f" ({record.state})"
+    return text if len(text) <= CELL else text[: CELL - 1] + "…"

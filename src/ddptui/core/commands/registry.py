@@ -1,0 +1,446 @@
+"""Every `:` command, defined once with its help, returning a result both front ends show.
+
+Batch mode prints a `Result` as `ddptui: ...` lines; the app writes the same lines to its command
+log. `q`, `quit` and `exit` typed bare mean `:quit` in both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+
+from ddptui.core.commands.collectives_table import collectives_table
+from ddptui.core.diagnosis.compare import Answer, Comparison, compare
+from ddptui.core.diagnosis.ddp_check import ddp_check
+from ddptui.core.diagnosis.stack_tree import Node, render, stacks_node
+from ddptui.core.model.state import Phase
+from ddptui.core.model.targets import Line, TargetError, by_words, name_ranks, parse_ranks
+from ddptui.core.session.lockstep import Broadcast
+from ddptui.core.session.session import Session
+from ddptui.rank.protocol import Frame, Reply
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a command says: lines of plain text, whether it failed, whether to quit."""
+
+    lines: tuple[str, ...] = ()
+    error: bool = False
+    quit: bool = False
+    sent: str = ""
+    """The pdb command the command broadcast, if any (a transcript drops pdb's echo of it)."""
+    tables: tuple[tuple[str, Comparison], ...] = ()
+    """Cross-rank tables behind the lines (`:compare EXPR`, `watch EXPR`), for front ends that draw them."""
+    stack: Node | None = None
+    """The merged stack tree behind `:stacks`' lines, for front ends that draw it."""
+
+
+Handler = Callable[[Session, str], Awaitable[Result]]
+
+
+@dataclass(frozen=True)
+class Command:
+    """A `:` command: its name, aliases, one-line usage and help, and its handler."""
+
+    name: str
+    aliases: tuple[str, ...]
+    usage: str
+    help: str
+    run: Handler
+
+
+WIDTH = 120
+"""Characters of a table line at most (values are cut, with a marker)."""
+EVAL_TIMEOUT = 5.0
+"""Seconds a rank has to evaluate an expression for `:compare` and watches."""
+TERMINAL_LINE = 4095
+"""Longest line, in bytes, a terminal hands over whole to a program that reads plain lines
+(Linux's n_tty buffer less the newline). The ranks ddptui starts read the commands it sends
+that way (`LaunchSpec.line_editing`): a longer pdb command would arrive cut."""
+
+COMMANDS: dict[str, Command] = {}
+"""Every command by name and by alias."""
+
+
+def command(name: str, *aliases: str, usage: str, help: str) -> Callable[[Handler], Handler]:
+    """Register a handler as the command `name`."""
+
+    def register(handler: Handler) -> Handler:
+        entry = Command(name, aliases, usage, help, handler)
+        for key in (name, *aliases):
+            COMMANDS[key] = entry
+        return handler
+
+    return register
+
+
+def commands() -> list[Command]:
+    """Every command once, in definition order."""
+    return list(dict.fromkeys(COMMANDS.values()))
+
+
+async def run(session: Session, text: str) -> Result:
+    """Run one command line (without its `:`)."""
+    name, _, arg = text.strip().partition(" ")
+    entry = COMMANDS.get(name)
+    if entry is None:
+        return Result((f"unknown command :{name} (:help lists the commands)",), error=True)
+    try:
+        return await entry.run(session, arg.strip())
+    except TargetError as exc:
+        return Result((str(exc),), error=True)
+
+
+@command("ranks", "r", usage=":ranks [0,2-3|all]", help="show or set the ranks a command goes to")
+async def _ranks(session: Session, arg: str) -> Result:
+    """Show or set the default targets."""
+    return Result((session.set_targets(arg),))
+
+
+@command("state", "status", usage=":state", help="every rank's state, host and pid")
+async def _state(session: Session, arg: str) -> Result:
+    """One line per rank, the waiting ones placed afresh."""
+    await session.replace_waiting()
+    lines = []
+    for rank in session.ranks:
+        who = rank.identity
+        where = f"  [local rank {who.local_rank} on {who.host}, pid {who.pid}]" if who is not None else ""
+        lines.append(f"rank {rank.index}: {rank.state.describe()}{where}")
+    return Result((*lines, *await suspended_timeouts(session)))
+
+
+async def suspended_timeouts(session: Session) -> list[str]:
+    """The job's own process-group timeouts that ddptui raised so that pausing cannot kill the job."""
+    linked = [rank.index for rank in session.live(range(len(session.ranks))) if rank.transport.linked]
+    seen: dict[str, float] = {}
+    for reply in (await session.ask("timeouts", {}, linked, 2.0)).values():
+        if isinstance(reply, Reply) and reply.ok and isinstance(reply.value, dict):
+            seen.update(reply.value)
+    paused = {rank.index for rank in session.ranks if rank.state.at_prompt}
+    who = f"{name_ranks(paused)} {'is' if len(paused) == 1 else 'are'}"
+    while_ = f" while {who} paused" if paused else ""
+    return [
+        f"user timeout {seconds:g} s of process group {name} suspended{while_} (--pg-timeout applies)"
+        for name, seconds in sorted(seen.items())
+    ]
+
+
+@command("help", "h", "?", usage=":help", help="this list")
+async def _help(session: Session, arg: str) -> Result:
+    """Every command with its usage and help."""
+    width = max(len(entry.usage) for entry in commands())
+    lines = [f"{entry.usage:<{width}}  {entry.help}" for entry in commands()]
+    lines.append(f"{'@0,2 CMD':<{width}}  send a pdb command to ranks 0 and 2 only")
+    lines.append(f"{'q | exit':<{width}}  same as :quit")
+    return Result(tuple(lines))
+
+
+@command(
+    "skip",
+    usage=":skip [all|none]",
+    help="the breakpoint() where the target ranks stand stops no more, on every rank "
+    "(all: no breakpoint() stops; none: undo)",
+)
+async def _skip(session: Session, arg: str) -> Result:
+    """Stop hard-coded breakpoints from stopping (pdb's own `b` breakpoints are untouched)."""
+    everyone = [rank.index for rank in session.live(range(len(session.ranks)))]
+    if arg in ("all", "none"):
+        await session.ask("skip", {"all": True} if arg == "all" else {"none": True}, everyone)
+        if arg == "all":
+            return Result(("no breakpoint() stops any more, on any rank (:skip none undoes)",))
+        return Result(("every breakpoint() stops again",))
+    if arg:
+        return Result((f"usage: {COMMANDS['skip'].usage}",), error=True)
+    paused = [rank.index for rank in session.live() if rank.state.at_prompt]
+    answers = await session.ask("skip", {}, paused)
+    sites = {
+        tuple(a.value["here"]) for a in answers.values() if isinstance(a, Reply) and a.ok and a.value["here"]
+    }
+    if not sites:
+        return Result(("no target rank stands at a breakpoint() call",), error=True)
+    await session.ask("skip", {"sites": [list(site) for site in sites]}, everyone)
+    where = ", ".join(sorted(str(Frame(file, line)) for file, line in sites))
+    return Result((f"breakpoint at {where} stops no more, on any rank (:skip none undoes)",))
+
+
+def guard(session: Session, targets: frozenset[int] | None, override: str) -> Result | None:
+    """The divergence guard: why an execution command is held back (ranks paused at different
+    places would step into different collectives), or None when it may go."""
+    spread = session.lockstep.divergence(targets)
+    if not spread:
+        return None
+    return Result((f"not sent: the ranks stand at different places ({spread}); {override}",), error=True)
+
+
+RESTARTS = frozenset({"run", "restart"})
+NO_RESTART = (
+    "not sent: pdb restarts only a program it started itself (python -m pdb); in a rank it raises "
+    "pdb.Restart, which ends the rank's program. To start the job over, quit and run ddptui again"
+)
+
+
+def sending_lines(sent: Broadcast) -> tuple[str, ...]:
+    """What happened as a broadcast went out: the ranks it was not sent to, the typed lines it
+    cleared. Front ends say it right after the command's echo (`send`'s `on_sent`), before the
+    ranks' answers, which may come from what the command set off."""
+    return (
+        *(
+            f"{sent.command} not sent to {ranks}, not at a prompt ({why})"
+            for ranks, why in by_words(sent.skipped.items())
+        ),
+        *sent.cleared_lines(),
+    )
+
+
+async def send(
+    session: Session, line: Line, on_sent: Callable[[Broadcast], None] | None = None
+) -> tuple[Broadcast | None, Result]:
+    """A pdb command to the target ranks in lockstep, behind the divergence guard; then the watches.
+
+    Returns the broadcast (None when nothing was sent) and what to tell the user about it;
+    `on_sent` is called as the command goes out (see `Lockstep.broadcast`).
+    """
+    held = (
+        guard(session, line.targets, f"!{line.text} sends anyway")
+        if line.executes and not line.force
+        else None
+    )
+    if held is not None:
+        return None, held
+    if not session.live(line.targets):
+        return None, Result(("no live rank to send it to",), error=True)
+    if line.text.split()[0] in RESTARTS:
+        return None, Result((NO_RESTART,), error=True)
+    control = next((c for c in line.text if c < " " or c == "\x7f"), None)
+    if control is not None:  # the terminal (or readline) would act on it: ^C, ^Z, ^\\, ^U, tab...
+        return None, Result((f"not sent: it holds the control character {control!r}",), error=True)
+    size = len(line.text.encode())
+    if session.spec.starts_ranks and size > TERMINAL_LINE:
+        return None, Result((f"not sent: {size} bytes, a terminal line holds {TERMINAL_LINE}",), error=True)
+    if line.force:  # `!n` also runs a collective that :until-collective held back as mismatched
+        from ddptui.core.commands.until import release
+
+        await release(session, line.targets)
+    result = await session.broadcast(line.text, line.targets, on_sent)
+    waiting = ((a.rank, a.state.describe()) for a in result.replies if a.state.phase is Phase.WAITING)
+    notes = [f"{ranks} {where}" for ranks, where in by_words(waiting)]
+    watched = watch_result(await watch_tables(session))
+    return result, Result((*notes, *watched.lines), tables=watched.tables)
+
+
+async def evaluate(session: Session, expr: str, targets: Iterable[int] | None = None) -> dict[int, Answer]:
+    """EXPR evaluated by every targeted live rank: its summary, or why there is none."""
+    answers: dict[int, Answer] = {}
+    paused = []
+    for rank in session.live(targets):
+        if rank.state.at_prompt:
+            paused.append(rank.index)
+        else:
+            answers[rank.index] = f"not at a prompt ({rank.state.describe()})"
+    for index, reply in (await session.ask("eval", {"expr": expr}, paused, EVAL_TIMEOUT)).items():
+        if isinstance(reply, str):
+            answers[index] = f"no answer: {reply}"
+        else:
+            answers[index] = reply.value if reply.ok else reply.error
+    return dict(sorted(answers.items()))
+
+
+async def comparison(session: Session, expr: str, tol: float | None = None) -> Comparison:
+    """`:compare`'s table for one expression over the default targets."""
+    return compare(await evaluate(session, expr), tol)
+
+
+@command(
+    "compare",
+    "cmp",
+    usage=":compare [--tol X] EXPR",
+    help="evaluate EXPR on every target rank and group the ranks by equal value",
+)
+async def _compare(session: Session, arg: str) -> Result:
+    """One table: ranks grouped by value, odd groups marked, a sparkline for numbers."""
+    tol = None
+    if arg.startswith("--tol"):
+        _, value, arg = [*arg.split(None, 2), "", ""][:3]
+        try:
+            tol = float(value)
+        except ValueError:
+            return Result((f"--tol needs a number, not {value!r}",), error=True)
+    if not arg.strip():
+        return Result((f"usage: {COMMANDS['compare'].usage}",), error=True)
+    table = await comparison(session, arg.strip(), tol)
+    session.last_compare = table
+    return Result(tuple(table.lines(WIDTH)), tables=((f":compare {arg.strip()}", table),))
+
+
+@command("watch", usage=":watch [EXPR]", help="compare EXPR across ranks after every step (no EXPR: list)")
+async def _watch(session: Session, arg: str) -> Result:
+    """Add a watch and show it now."""
+    if not arg:
+        return Result(tuple(session.watches) or ("no watches",))
+    if arg not in session.watches:
+        session.watches.append(arg)
+    return watch_result(await watch_tables(session))
+
+
+@command("unwatch", usage=":unwatch EXPR|all", help="stop watching EXPR (or every watch)")
+async def _unwatch(session: Session, arg: str) -> Result:
+    """Drop one watch or all of them."""
+    if arg == "all":
+        session.watches.clear()
+    elif arg in session.watches:
+        session.watches.remove(arg)
+    else:
+        return Result((f"not watched: {arg}",), error=True)
+    done = "no watches" if not session.watches else f"unwatched {arg}"
+    return Result((done,), tables=tuple(await watch_tables(session)) or (("watch", EMPTY),))
+
+
+EMPTY = Comparison((), "no watches")
+"""The table a front end shows when the last watch is gone."""
+
+
+async def watch_tables(session: Session) -> list[tuple[str, Comparison]]:
+    """Every watch compared across the default targets."""
+    return [(f"watch {expr}", await comparison(session, expr)) for expr in session.watches]
+
+
+def watch_result(tables: list[tuple[str, Comparison]]) -> Result:
+    """Watch tables as lines (`watch EXPR: verdict` then its rows) and as tables."""
+    lines = []
+    for title, table in tables:
+        text = table.lines(WIDTH)
+        lines.append(f"{title}: {text[0]}")
+        lines.extend(text[1:])
+    return Result(tuple(lines), tables=tuple(tables))
+
+
+@command("where", usage=":where", help="where the target ranks stand, grouped, with counts")
+async def _where(session: Session, arg: str) -> Result:
+    """Distinct states of the targeted ranks, largest group first."""
+    groups: dict[str, set[int]] = {}
+    for rank in session.live() or session.ranks:
+        groups.setdefault(rank.state.describe(), set()).add(rank.index)
+    ordered = sorted(groups.items(), key=lambda item: (-len(item[1]), min(item[1])))
+    width = max(len(name_ranks(ranks)) for _, ranks in ordered)
+    lines = [f"{len(ordered)} distinct location(s)" if len(ordered) > 1 else "every target rank is together"]
+    for where, ranks in ordered:
+        lines.append(f"{name_ranks(ranks):<{width}} │ {where} ({len(ranks)})")
+    return Result(tuple(lines))
+
+
+@command(
+    "collectives",
+    "coll",
+    usage=":collectives [N]",
+    help="the last N (default 10) collectives of every rank side by side, differing rows marked",
+)
+async def _collectives(session: Session, arg: str) -> Result:
+    """The table, then any verdict the logs support."""
+    if arg and not arg.isdigit():
+        return Result((f"usage: {COMMANDS['collectives'].usage}",), error=True)
+    logs = await session.verdicts.refresh()
+    if not any(logs.values()):
+        return Result(("no collective recorded yet (has the job called init_process_group?)",))
+    lines = collectives_table(logs, int(arg or 10))
+    lines += [str(verdict) for verdict in await session.verdicts.check()]
+    return Result(tuple(lines))
+
+
+@command(
+    "ddp-check",
+    usage=":ddp-check",
+    help="DDP modules across ranks: parameters, buffers, gradients compared; parameters with no gradient",
+)
+async def _ddp_check(session: Session, arg: str) -> Result:
+    """Compare the DDP replicas of the paused target ranks."""
+    paused = [rank.index for rank in session.live() if rank.state.at_prompt]
+    if not paused:
+        return Result(("no target rank is at a prompt",), error=True)
+    return Result(tuple(await ddp_check(session, paused)))
+
+
+@command(
+    "group",
+    usage=":group [NAME (0,2-3 | from-compare ROW)]",
+    help="name a set of ranks for @NAME CMD and :ranks NAME (from a list, or a row of the last :compare)",
+)
+async def _group(session: Session, arg: str) -> Result:
+    """Define a group, or list them."""
+    if not arg:
+        listed = [f"{name}: {name_ranks(ranks)}" for name, ranks in session.groups.items()]
+        return Result(tuple(listed) or ("no groups (:group NAME 0,2-3)",))
+    name, _, spec = arg.partition(" ")
+    if not name.isidentifier() or name in ("all",):
+        return Result((f"a group name is a word, not {name!r}",), error=True)
+    source, _, row = spec.strip().partition(" ")
+    if source == "from-compare":
+        table = session.last_compare
+        if table is None or not row.strip().isdigit() or not 1 <= int(row) <= len(table.rows):
+            return Result(
+                ("from-compare ROW: a row number of the last :compare table (1 = first)",), error=True
+            )
+        ranks = table.rows[int(row) - 1].ranks
+    else:
+        ranks = parse_ranks(spec, len(session.ranks), session.groups)
+    session.groups[name] = ranks
+    return Result((f"group {name}: {name_ranks(ranks)}",))
+
+
+@command(
+    "interrupt",
+    "int",
+    usage=":interrupt",
+    help="stop the target ranks that run where they stand (like Ctrl-C): a prompt opens at each one's line",
+)
+async def _interrupt(session: Session, arg: str) -> Result:
+    """Ask every running target rank to stop at the line it runs (`requests.interrupt`)."""
+    running = [rank for rank in session.live() if not rank.state.at_prompt]
+    if not running:
+        return Result(("no target rank is running: nothing to interrupt",))
+    answers = await session.ask("interrupt", {}, [rank.index for rank in running])
+    done = {i for i, reply in answers.items() if not isinstance(reply, str) and reply.ok and reply.value}
+    lines = [f"interrupted {name_ranks(done)}: each stops at the line it runs"] if done else []
+    lines += [
+        f"rank {rank.index} is {rank.state.describe()}: it stops once that call returns"
+        for rank in running
+        if rank.index in done and rank.state.phase is Phase.WAITING
+    ]
+    for index, reply in answers.items():
+        if index not in done:
+            why = reply if isinstance(reply, str) else reply.error or "its prompt is open already"
+            lines.append(f"rank {index} not interrupted: {why}")
+    return Result(tuple(lines), error=not done)
+
+
+@command(
+    "until-collective",
+    "uc",
+    usage=":until-collective [!]",
+    help="run the target ranks to their next collective; show what each is about to enter, and if they agree",
+)
+async def _until_collective(session: Session, arg: str) -> Result:
+    """Run to the next collective and compare it across ranks (behind the divergence guard)."""
+    from ddptui.core.commands.until import until_collective  # it builds on this module's Result
+
+    held = guard(session, None, ":until-collective ! runs anyway") if arg != "!" else None
+    if held is not None:
+        return held
+    return dataclasses.replace(await until_collective(session), sent="c")
+
+
+@command(
+    "stacks",
+    usage=":stacks [--all] [RANKS]",
+    help="one tree of every target rank's stack, odd branches marked, waits annotated with their collective",
+)
+async def _stacks(session: Session, arg: str) -> Result:
+    """The merged stack tree (library frames folded unless --all)."""
+    node = await stacks_node(session, arg)
+    return Result(tuple(render(node, WIDTH)), stack=node)
+
+
+@command("quit", "q", "exit", usage=":quit", help="end every rank and leave")
+async def _quit(session: Session, arg: str) -> Result:
+    """Ask the front end to end the session."""
+    return Result(quit=True)

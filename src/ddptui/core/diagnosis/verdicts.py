@@ -1,0 +1,141 @@
+"""`VerdictWatch`: reads every rank's collective log when something may be wrong, says each verdict once.
+
+Checks run when a rank is found waiting (a hang starts), after each lockstep step (a mismatch
+shows at the step that issued it) and when a rank exits. A check asks every live rank for its log
+(answered by a ddptui thread, also while the rank is blocked inside a collective) and keeps the
+last log of ranks that exited (sent with their `exited` event), then runs `collectives.diagnose`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from ddptui.core.diagnosis.collective_records import Record, parse_log
+from ddptui.core.diagnosis.collectives import RankStatus, Verdict, diagnose
+from ddptui.core.model.state import Phase
+from ddptui.rank.protocol import Reply
+
+if TYPE_CHECKING:
+    from ddptui.core.session.session import Session
+
+STEP_CHECK_INTERVAL = 1.0
+"""Seconds between two checks caused by lockstep steps."""
+LOG_TIMEOUT = 2.0
+"""Seconds a rank has to send its collective log."""
+SETTLE_MARGIN = 2.0
+"""Seconds past the stall timeout a hang's missing rank gets to be found waiting."""
+
+
+class VerdictWatch:
+    """The verdicts found so far in a session, and the checks that find them."""
+
+    def __init__(self, session: Session, say: Callable[[str], None]) -> None:
+        self.session = session
+        self.found: list[Verdict] = []
+        """Every verdict said, in order."""
+        self.logs: dict[int, list[Record]] = {}
+        """The last collective log known of each rank."""
+        self.raw: dict[int, list[object]] = {}
+        """The same logs as the ranks sent them (JSON), for --log-dir."""
+        self._say = say
+        self._said: set[tuple[str, str, int, frozenset[int]]] = set()
+        """Verdicts already said, by what they are about (their wording follows the ranks' states)."""
+        self._task: asyncio.Task[None] | None = None
+        self._again = False
+        self._stepped = 0.0
+
+    def after_step(self) -> None:
+        """Check after a lockstep step, for a mismatch it may have issued — but only in a job known
+        to use collectives, and at most once a second: a step must not pay for N log reads."""
+        now = time.monotonic()
+        if any(self.logs.values()) and now - self._stepped >= STEP_CHECK_INTERVAL:
+            self._stepped = now
+            self.trigger()
+
+    def trigger(self) -> None:
+        """Check soon; checks never overlap, and one asked for during a check runs after it."""
+        if self._task is not None and not self._task.done():
+            self._again = True
+            return
+        self._task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        """Check until no more checks were asked for."""
+        self._again = True
+        while self._again:
+            self._again = False
+            await self.check()
+
+    async def check(self) -> list[Verdict]:
+        """Read the logs, diagnose, say and return the verdicts not said before."""
+        await self.refresh()
+        if not any(self.logs.values()):
+            return []
+        verdicts = self._diagnose()
+        moving = {rank for v in verdicts if v.kind == "hang" for rank in v.suspects if self._running(rank)}
+        if moving:
+            # A rank missing from a collective and still called running may be idle, about to
+            # be called waiting (the stall watch takes its timeout, longer on a loaded machine):
+            # wait that long, so the verdict says where it stands. A rank busy in a loop stays
+            # running, and is said to be.
+            session = self.session
+            await session.wait_until(
+                lambda: not any(self._running(rank) for rank in moving),
+                session.spec.stall_timeout + SETTLE_MARGIN,
+            )
+            await self.refresh()
+            verdicts = self._diagnose()
+        new = [v for v in verdicts if _about(v) not in self._said]
+        for verdict in new:
+            self._said.add(_about(verdict))
+            self.found.append(verdict)
+            self._say(str(verdict))
+        return new
+
+    def _diagnose(self) -> list[Verdict]:
+        """The verdicts of the logs known now, with the ranks' states now."""
+        statuses = {rank.index: RankStatus.of(rank.state) for rank in self.session.ranks}
+        return diagnose(self.logs, statuses)
+
+    def _running(self, index: int) -> bool:
+        """True for a rank starting or running: not yet found waiting, paused or gone."""
+        state = self.session.ranks[index].state
+        return state.alive and state.phase in (Phase.STARTING, Phase.RUNNING)
+
+    async def refresh(self) -> Mapping[int, list[Record]]:
+        """Ask every linked live rank for its log; keep the last one of ranks that cannot answer."""
+        session = self.session
+        for rank in session.ranks:
+            if rank.final_collectives is not None:
+                self.raw[rank.index] = rank.final_collectives
+                self.logs[rank.index] = parse_log(rank.final_collectives)
+        asked = [r.index for r in session.live(range(len(session.ranks))) if r.transport.linked]
+        for index, reply in (await session.ask("collectives", {}, asked, LOG_TIMEOUT)).items():
+            if isinstance(reply, Reply) and reply.ok and isinstance(reply.value, list):
+                self.raw[index] = reply.value
+                self.logs[index] = parse_log(reply.value)
+        return self.logs
+
+    async def settle(self) -> None:
+        """Finish the check in progress, then check once more (before a front end ends the job)."""
+        if self._task is not None and not self._task.done():
+            await asyncio.wait([self._task])
+        await self.check()
+
+    def cancel(self) -> None:
+        """Stop a check in progress (the session is closing)."""
+        if self._task is not None:
+            self._task.cancel()
+
+    @property
+    def mismatched(self) -> bool:
+        """True once a collective was found to differ across ranks."""
+        return any(verdict.kind == "mismatch" for verdict in self.found)
+
+
+def _about(verdict: Verdict) -> tuple[str, str, int, frozenset[int]]:
+    """What a verdict is about: the same finding, reworded as states change, is said once."""
+    return verdict.kind, verdict.pg, verdict.seq, verdict.suspects

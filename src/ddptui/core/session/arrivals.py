@@ -1,0 +1,126 @@
+"""`Arrivals`: wrap and listen mode, where the ranks are not ddptui's to spawn but connect to it.
+
+In wrap mode (`ddptui -- torchrun ...`) the job's own launcher runs in a pty with the hook that
+makes its ranks connect; with `ddptui listen` the ranks connect over TCP from wherever the job
+runs. Either way the first rank to connect tells the world size, which makes a placeholder rank
+each (`LinkedRank`) until its process connects and is bound to it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING
+
+from ddptui.core.model.targets import name_ranks
+from ddptui.core.session import wrap
+from ddptui.core.transport import launch
+from ddptui.core.transport.channel import Connection
+from ddptui.core.transport.linked import LinkedRank
+from ddptui.core.transport.local import SpawnError
+from ddptui.core.transport.logs import SessionLog
+from ddptui.rank.protocol import Hello
+
+if TYPE_CHECKING:
+    from ddptui.core.session.session import Session
+
+
+class Arrivals:
+    """The job's own launcher, and the ranks that arrive (wrap and listen mode)."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._arrived_at: float | None = None
+        """When the first rank connected (wrap mode: the others get `wrap.ARRIVAL_GRACE` from then)."""
+
+    def start_launcher(self, link: launch.Link) -> None:
+        """Run the job's launcher in a pty, with the hook that makes its ranks connect."""
+        session = self._session
+        assert session._job is not None
+        spec = session.spec
+        env = wrap.launcher_env(spec, link)
+        try:
+            transport = session._job.spawn(list(spec.command), env, spec.cwd, (spec.columns, spec.lines))
+        except SpawnError as exc:
+            raise launch.LaunchError(str(exc)) from None
+        session.launcher = wrap.Launcher(transport, session._notify)
+        session.launcher.on_exit.append(lambda status: self._launcher_exited())
+
+    async def listen(self, where: tuple[str, int], token: str) -> None:
+        """`ddptui listen`: accept ranks over TCP; say the line that makes a job's ranks connect."""
+        session = self._session
+        assert session._server is not None
+        try:
+            session.address = await session._server.listen_tcp(*where)
+        except OSError as exc:  # asyncio words it `error while attempting to bind ...`: say it plainly
+            why = os.strerror(exc.errno) if exc.errno else str(exc)
+            raise launch.LaunchError(f"cannot listen on {where[0]}:{where[1]}: {why}") from None
+        if session.spec.nproc:
+            self._world(session.spec.nproc)
+        session.listen_exports = wrap.listen_assignments(session.address, token, session.spec)
+        if session.spec.env_file:
+            try:
+                wrap.write_private(session.spec.env_file, session.listen_line + "\n")
+            except OSError as exc:
+                raise launch.LaunchError(f"cannot write {session.spec.env_file}: {exc.strerror}") from None
+        host, port = session.address
+        size = f"{session.spec.nproc} ranks" if session.spec.nproc else "the job's ranks"
+        also = f" (also in {session.spec.env_file})" if session.spec.env_file else ""
+        session.log(f"listening on {host}:{port} for {size}; in the job's environment on all nodes{also}:")
+        session.log(session.listen_line)
+
+    def _launcher_exited(self) -> None:
+        """The launcher is gone: ranks that never connected never will."""
+        for rank in self._session.ranks:
+            if isinstance(rank.transport, LinkedRank):
+                rank.transport.never_linked()
+
+    def arrived(self, connection: Connection, hello: Hello) -> bool:
+        """Bind a wrapped rank's link to the rank it says it is; the first one makes the world."""
+        session = self._session
+        if not session.ranks and hello.identity.world_size > 0:
+            self._world(hello.identity.world_size)
+        refused = wrap.bind(session.ranks, connection, hello)
+        if refused:
+            session.log(f"refused a link from {connection.peer} claiming {refused}")
+            connection.close()
+        else:
+            self._arrived_at = self._arrived_at or time.monotonic()
+        return True  # handled: a refusal is said here, in words that fit
+
+    def _world(self, size: int) -> None:
+        """The job's size is known: a placeholder rank each, until its process connects."""
+        session = self._session
+        for index in range(size):
+            session._add_rank(index, LinkedRank())
+        if session.spec.log_dir:
+            session._log = SessionLog(session.spec.log_dir, size, on_failure=session.log)
+            session.on_output.append(session._log.output)
+            session.on_state.append(session._log.state)
+        for callback in session.on_world:
+            callback(size)
+
+    async def wait_launcher(self, timeout: float = 10.0) -> None:
+        """Wrap mode: once no rank is alive, give the launcher `timeout` seconds to exit on its own."""
+        session = self._session
+        launcher = session.launcher
+        if launcher is not None and not session.live(range(len(session.ranks))):
+            await session.wait_until(lambda: not launcher.alive, timeout)
+
+    async def wait_started(self) -> None:
+        """Wrap mode: wait until the job's ranks connected (at most ARRIVAL_GRACE after the first one),
+        or its launcher is gone."""
+        session = self._session
+        if session.address is not None:  # ranks come when their job starts: wait for every one
+            await session.wait_until(
+                lambda: bool(session.ranks) and not any(wrap.absent(r) for r in session.ranks)
+            )
+            return
+        launcher = session.launcher
+        if launcher is None:
+            return
+        await session.wait_until(lambda: not launcher.alive or wrap.arrived(session.ranks, self._arrived_at))
+        missing = {rank.index for rank in session.ranks if wrap.absent(rank) and rank.state.alive}
+        if missing:
+            who = f"{name_ranks(missing)} {'has' if len(missing) == 1 else 'have'}"
+            session.log(f"{who} not connected to ddptui (on another node?)")

@@ -1,0 +1,423 @@
+"""`Session`: owns the ranks, their state, requests to them, and lockstep broadcasts to their debuggers
+(`Lockstep`).
+
+Ranks that connect of their own accord (wrap and listen mode) are taken in by `Arrivals`, stalled
+ranks are marked waiting by the `Watchdog`, and the session's end is `teardown`'s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import secrets
+import time
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any
+
+from ddptui.core.diagnosis.compare import Comparison
+from ddptui.core.diagnosis.ddp_check import UNUSED_ERROR, explain_unused
+from ddptui.core.diagnosis.rootcause import ROOT, Failure, tags
+from ddptui.core.diagnosis.verdicts import VerdictWatch
+from ddptui.core.model.fatal import fatal_site
+from ddptui.core.model.state import RUNNING, STARTING, WAITING, RankState
+from ddptui.core.model.targets import Line, format_ranks, name_ranks, parse_line, parse_ranks
+from ddptui.core.model.text import inert
+from ddptui.core.session import teardown, wrap
+from ddptui.core.session.arrivals import Arrivals
+from ddptui.core.session.keys import PaneKeys
+from ddptui.core.session.lockstep import Broadcast, Lockstep, wake
+from ddptui.core.session.rank import Rank
+from ddptui.core.session.watchdog import Watchdog
+from ddptui.core.transport import launch
+from ddptui.core.transport.channel import ChannelServer, Connection
+from ddptui.core.transport.interface import RankTransport, RequestError
+from ddptui.core.transport.local import LocalJob, LocalRank, SpawnError
+from ddptui.core.transport.logs import SessionLog
+from ddptui.rank.protocol import Hello, Message, Reply, StartsRanks, mark_key
+
+TICK = 0.1
+"""Seconds between checks for stalled ranks and overdue prompts."""
+
+
+class Session:
+    """A running job: N ranks, each reached through its transport, driven from one asyncio loop."""
+
+    def __init__(self, spec: launch.LaunchSpec) -> None:
+        self.spec = spec
+        self.ranks: list[Rank] = []
+        self.targets: frozenset[int] | None = None
+        """The default broadcast target; None means every live rank."""
+        self.on_output: list[Callable[[int, bytes], None]] = []
+        self.on_state: list[Callable[[int, RankState], None]] = []
+        self.on_notice: list[Callable[[str], None]] = []
+        """Called with lines the user should see: refused connections, logging failures."""
+        self.on_world: list[Callable[[int], None]] = []
+        """Wrap mode: called once with the world size, right after the ranks exist (as placeholders)."""
+        self.launcher: wrap.Launcher | None = None
+        """Wrap mode: the command that launches the job (None for a job ddptui spawns itself)."""
+        self.address: tuple[str, int] | None = None
+        """`ddptui listen`: the TCP address ranks connect to."""
+        self.listen_exports: list[str] = []
+        """`ddptui listen`: the `NAME=value` words that make a job's ranks connect here."""
+        self.notices: list[str] = []
+        self.port = 0
+        self.lockstep = Lockstep(self, TICK)
+        """Broadcasts to the ranks' debuggers, and the one in flight."""
+        self.keys = PaneKeys(spec.line_editing and spec.starts_ranks, self._spawn_task)
+        """Keys typed into the ranks' panes (ranks ddptui starts get readline for them)."""
+        self.groups: dict[str, frozenset[int]] = {}
+        """Named rank sets (`:group`), usable wherever ranks are named (`@name n`, `:ranks name`)."""
+        self.watches: list[str] = []
+        """Expressions compared across ranks after every step (`:watch`)."""
+        self.last_compare: Comparison | None = None
+        """The last `:compare` table (rank groups can be made from its rows)."""
+        self._dir = ""
+        self._mark_key = b""
+        self._server: ChannelServer | None = None
+        self._job: LocalJob | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._changed: list[asyncio.Future[None]] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closing = False
+        self._watchdog = Watchdog(self, spec.stall_timeout, TICK)
+        """Marks stalled ranks waiting; once it runs, it wakes every waiter once a tick."""
+        self._arrivals = Arrivals(self)
+        """Wrap and listen mode: the job's own launcher, and the ranks that connect."""
+        self.verdicts = VerdictWatch(self, self.log)
+        """What the ranks' collectives say went wrong (hangs, deadlocks, mismatches)."""
+        self._log: SessionLog | None = None
+        self._explained = False
+        self._reports: list[asyncio.Future[None]] = []
+
+    @property
+    def listen_line(self) -> str:
+        """`ddptui listen`: the shell line for the job's environment (empty otherwise)."""
+        return "export " + " ".join(self.listen_exports) if self.listen_exports else ""
+
+    @property
+    def state_dir(self) -> str:
+        """The session's private directory (0700): socket, stack dumps."""
+        return self._dir
+
+    # -- start ------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Open the logs and the rank link server, start the watchdog, then spawn every rank."""
+        spec = self.spec
+        if spec.master_port is not None and not spec.command:
+            launch.check_port(spec.master_addr, spec.master_port)
+        self.port = spec.master_port or launch.free_port(spec.master_addr)
+        self._loop = asyncio.get_running_loop()
+        if spec.log_dir and not spec.command:
+            self._log = SessionLog(spec.log_dir, spec.nproc, on_failure=self.log)
+            self.on_output.append(self._log.output)
+            self.on_state.append(self._log.state)
+        self._dir = launch.private_dir()
+        token = secrets.token_hex(16)
+        self._mark_key = mark_key(token)
+        self._server = ChannelServer(
+            os.path.join(self._dir, launch.SOCKET_NAME), token, self._hello, self.log
+        )
+        await self._server.start()
+        self._job = LocalJob(self._dir, pump=bool(spec.pump))
+        self._job.start(dict(os.environ, PYTHONPATH=launch.python_path(os.environ.get("PYTHONPATH")) or ""))
+        link = launch.Link(self._server.path, self._dir, token)
+        if spec.listen is not None:
+            await self._arrivals.listen(spec.listen, token)
+            self._spawn_task(self._watchdog.run())
+            return
+        if spec.command:
+            self._arrivals.start_launcher(link)
+            self._spawn_task(self._watchdog.run())
+            return
+        run_id = spec.run_id or launch.new_run_id()
+        for index in range(spec.nproc):
+            env = launch.rank_env(spec, index, self.port, run_id, link)
+            try:
+                transport = self._job.spawn(spec.argv(), env, spec.cwd, (spec.columns, spec.lines))
+            except SpawnError as exc:
+                raise launch.LaunchError(str(exc)) from None
+            self._add_rank(index, transport)
+        self._spawn_task(self._watchdog.run())
+
+    def _add_rank(self, index: int, transport: RankTransport) -> None:
+        """Track a rank: its output, its events, its exit."""
+        rank = Rank(index, transport, self._state_changed, self._mark_key)
+        self._watchdog.active.add(index)  # starting
+        if isinstance(transport, LocalRank):
+            transport.dump_path = os.path.join(self._dir, f"stack-{index}.txt")
+        transport.on_output = functools.partial(self._output, rank)  # a C call: once a rank and step
+        transport.on_message = functools.partial(self._message, rank)
+        transport.on_exit = lambda status: self._ended(rank, status)
+        rank.fatal_dump = lambda: self._fatal(rank)
+        self.ranks.append(rank)
+
+    def _message(self, rank: Rank, message: Message) -> None:
+        """An event from a rank's link: the rank's, except a launcher started inside it (said once)."""
+        if isinstance(message, StartsRanks):
+            advice = wrap.spawn_advice(self.spec, message.launcher)
+            if advice not in self.notices:
+                self.log(advice)
+            return
+        rank.on_message(message)
+
+    # -- wrap mode: the job's own launcher, and ranks that arrive (see `Arrivals`) -----------
+    async def wait_launcher(self, timeout: float = 10.0) -> None:
+        """Wrap mode: once no rank is alive, give the launcher `timeout` seconds to exit on its own."""
+        await self._arrivals.wait_launcher(timeout)
+
+    async def wait_started(self) -> None:
+        """Wrap mode: wait until the job's ranks connected (at most ARRIVAL_GRACE after the first one),
+        or its launcher is gone."""
+        await self._arrivals.wait_started()
+
+    def _fatal(self, rank: Rank) -> str | None:
+        """Show the stack a rank dumped as it died of a fatal signal; say where it died."""
+        try:
+            with open(os.path.join(self._dir, f"fatal-{rank.index}.txt"), errors="replace") as dump:
+                text = dump.read()
+        except OSError:
+            return None
+        if not text:
+            return None
+        self._output(rank, text.replace("\n", "\r\n").encode())
+        return fatal_site(text)
+
+    def _hello(self, connection: Connection, hello: Hello) -> bool:
+        """Bind an authenticated link to the rank whose process is at the other end."""
+        if self.launcher is not None or self.address is not None:
+            return self._arrivals.arrived(connection, hello)
+        for rank in self.ranks:
+            transport = rank.transport
+            if isinstance(transport, LocalRank) and transport.pid == connection.peer_pid:
+                if transport.linked:
+                    return False
+                transport.identity = hello.identity
+                transport.link(connection)
+                rank.linked()
+                return True
+        return False
+
+    def log(self, line: str) -> None:
+        """Tell the user (and the session log) something about the session itself."""
+        self.notices.append(line)
+        for callback in self.on_notice:
+            callback(line)
+
+    # -- I/O callbacks ----------------------------------------------------------------------
+    def _output(self, rank: Rank, data: bytes) -> None:
+        """Take the events out of a rank's output (see `MarkReader`), hand on the rest, then the
+        events: a `paused` comes with the prompt it announces, which is then on record when the
+        event is handled (a broadcast sees the rank back at the first look, not the second)."""
+        data, events = rank.marks.feed(data)
+        if data:
+            self._received(rank, data)
+        for event in events:  # a `Paused`, the one event said in a terminal
+            rank.on_message(event)
+
+    def _ended(self, rank: Rank, status: int) -> None:
+        """A rank's process is gone: what its output held back is output after all, then the exit."""
+        held = rank.marks.flush()
+        if held:
+            self._received(rank, held)
+        rank.on_exit(status)
+
+    def _received(self, rank: Rank, data: bytes) -> None:
+        """Record a rank's output and hand it to the front ends."""
+        rank.received(data)
+        self.lockstep.touch(rank.index)
+        for callback in self.on_output:
+            callback(rank.index, data)
+        if self._changed:
+            self._notify()
+
+    def _state_changed(self, rank: Rank) -> None:
+        """Tell the front ends, wake the waiters; a rank found waiting or gone gets its collectives read."""
+        index, state = rank.index, rank.state
+        self.lockstep.touch(index)
+        phase, code = state.phase, state.exit_code
+        # `state.active` (the watchdog's to look at), spelt out: twice a rank a lockstep step
+        if code is None and (phase is RUNNING or phase is WAITING or phase is STARTING):
+            self._watchdog.active.add(index)
+        else:
+            self._watchdog.active.discard(index)
+        for callback in self.on_state:
+            callback(index, state)
+        if (phase is WAITING or code is not None) and not self._closing:
+            self.verdicts.trigger()
+        crash = state.crash
+        if crash is not None and UNUSED_ERROR in crash.message and not self._explained:
+            self._explained = True  # every rank fails the same way: one rank names the parameters
+            self._reports.append(asyncio.ensure_future(explain_unused(self, rank.index)))
+        if self._changed:
+            self._notify()
+
+    @property
+    def watched(self) -> bool:
+        """True while a rank is starting, running or waiting: one the watchdog looks at."""
+        return bool(self._watchdog.active)
+
+    @property
+    def ticking(self) -> bool:
+        """True while the watchdog ticks: it wakes the session's waiters once a tick."""
+        return self._watchdog.ticking
+
+    def _notify(self) -> None:
+        """Wake every coroutine waiting for a change."""
+        if not self._changed:
+            return
+        waiters, self._changed = self._changed, []
+        for waiter in waiters:
+            wake(waiter)
+
+    async def _changed_or_tick(self) -> None:
+        """Wait for any change, or at most one tick (the watchdog's, once it runs: no timer of
+        its own, which a lockstep step would set and cancel on every wake-up)."""
+        assert self._loop is not None
+        waiter = self._loop.create_future()
+        self._changed.append(waiter)
+        if self.ticking:
+            await waiter
+            return
+        timer = self._loop.call_later(TICK, wake, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+
+    async def wait_until(self, condition: Callable[[], bool], timeout: float | None = None) -> bool:
+        """Wait until `condition()` holds; False if `timeout` passed first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not condition():
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+            await self._changed_or_tick()
+        return True
+
+    # -- input ------------------------------------------------------------------------------
+    def send_input(self, index: int, data: bytes) -> None:
+        """Type bytes into one rank's terminal (keystrokes from its pane; see `PaneKeys`)."""
+        self.keys.send(self.ranks[index], data)
+
+    def resize(self, index: int, columns: int, lines: int) -> None:
+        """Set a rank's terminal size."""
+        self.ranks[index].transport.resize(columns, lines)
+
+    # -- requests ---------------------------------------------------------------------------
+    async def ask(
+        self, kind: str, args: dict[str, object], targets: Iterable[int], timeout: float = 2.0
+    ) -> dict[int, Reply | str]:
+        """Ask every target rank at once; each gets its reply, or a line saying why there is none."""
+
+        async def one(rank: Rank) -> Reply | str:
+            try:
+                return await rank.transport.request(kind, args, timeout)
+            except RequestError as exc:
+                return str(exc)
+
+        ranks = [self.ranks[index] for index in targets]
+        answers = await asyncio.gather(*(one(rank) for rank in ranks))
+        return {rank.index: answer for rank, answer in zip(ranks, answers, strict=True)}
+
+    # -- lockstep ---------------------------------------------------------------------------
+    def live(self, targets: Iterable[int] | None = None) -> list[Rank]:
+        """The live ranks among `targets` (default: the session's target set)."""
+        wanted = self.targets if targets is None else frozenset(targets)
+        return [
+            r
+            for r in self.ranks
+            if r.state.exit_code is None
+            and not (r.transport.dials_in and wrap.absent(r))  # the flag first: a call less a rank
+            and (wanted is None or r.index in wanted)
+        ]
+
+    def all_settled(self, ranks: Iterable[Rank]) -> bool:
+        """True when each rank is at its prompt, waiting (stalled) or gone."""
+        now = time.monotonic()
+        return all(rank.settled(now) for rank in ranks)
+
+    async def wait_settled(self, targets: Iterable[int] | None = None) -> None:
+        """Wait until every targeted live rank is paused, stalled, or gone (never forever)."""
+        ranks = self.live(targets)
+        await self.wait_until(lambda: self.all_settled(ranks))
+
+    async def broadcast(
+        self,
+        command: str,
+        targets: Iterable[int] | None = None,
+        on_sent: Callable[[Broadcast], None] | None = None,
+    ) -> Broadcast:
+        """Send `command` to every targeted rank at a prompt and wait until each is back (see `Lockstep`)."""
+        return await self.lockstep.broadcast(command, targets, on_sent)
+
+    async def replace_waiting(self) -> None:
+        """Place the waiting ranks again: the ranks just stepped may have released them, and a
+        state must not say `in barrier` of a rank that has moved on to wait elsewhere."""
+        await self._watchdog.replace_waiting()
+
+    async def settle(self, timeout: float = 10.0) -> None:
+        """Let the findings in progress (verdicts, DDP explanations) be said before the job ends."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self.verdicts.settle()
+                if self._reports:
+                    await asyncio.wait(self._reports)
+
+    def summary(self, grouped: bool = False) -> list[str]:
+        """Each rank's last state, the root cause first and tagged, with hints under known failures.
+
+        `grouped`: ranks whose line (and hint) would be the same share one, `ranks 1-4,6-63: ...`,
+        in the place of the first of them (a person reads it; a script wants a line per rank).
+        """
+        failures = [Failure(r.index, r.failed_at, r.state) for r in self.ranks if r.failed_at is not None]
+        marks = tags(failures, self.verdicts.found)
+        first = [r for r in self.ranks if marks.get(r.index) == ROOT]
+        groups: list[tuple[list[int], str, str | None]] = []
+        shared: dict[tuple[str, str | None], list[int]] = {}
+        for rank in first + [r for r in self.ranks if r not in first]:
+            mark = f"  {marks[rank.index]}" if rank.index in marks else ""
+            state = "never connected to ddptui" if wrap.absent(rank) else rank.state.describe()
+            text, hint = f"{inert(state)}{mark}", rank.hint()
+            ranks = shared.get((text, hint)) if grouped else None
+            if ranks is None:
+                ranks = shared[text, hint] = []
+                groups.append((ranks, text, hint))
+            ranks.append(rank.index)
+        lines = []
+        for ranks, text, hint in groups:
+            lines.append(f"{name_ranks(ranks)}: {text}")
+            if hint:
+                lines.append(f"  hint: {hint}")
+        if self.launcher is not None:
+            lines.append(inert(self.launcher.describe()))
+        return lines
+
+    def set_targets(self, spec: str) -> str:
+        """`:ranks 0,2-3` / `:ranks all`: set the default target; returns a line for the user."""
+        if spec.strip():
+            ranks = parse_ranks(spec, len(self.ranks), self.groups)
+            self.targets = None if len(ranks) == len(self.ranks) else ranks
+        return f"target ranks: {'all' if self.targets is None else format_ranks(self.targets)}"
+
+    def parse(self, line: str) -> Line:
+        """Classify a typed line (see `targets.parse_line`)."""
+        return parse_line(line, len(self.ranks), self.groups)
+
+    # -- teardown ---------------------------------------------------------------------------
+    async def close(self, grace: float = 0.5) -> None:
+        """End every rank and everything it started, then remove the session's files."""
+        await teardown.close(self, grace)
+
+    def kill_now(self) -> None:
+        """Synchronous last resort when the event loop is gone: kill everything, remove files."""
+        teardown.kill_now(self)
+
+    def _spawn_task(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run a background coroutine owned by the session."""
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+__all__ = ["Session"]

@@ -1,0 +1,141 @@
+"""`StallWatch`: when is a running rank `waiting`, and where.
+
+A rank running longer than the stall timeout is only called waiting when it is idle (blocked in a
+collective uses no CPU and sleeps; a rank starved of CPU or reading from disk is runnable or in
+disk wait, so not idle) and no running rank of the job used CPU meanwhile: a rank importing torch
+or computing is slow, not stuck, and so are the ranks waiting for it: a rank making progress is
+never called waiting, however long it takes (batch mode's `--timeout` bounds a whole run). The
+location comes from the rank's own `stack` answer, or from a faulthandler dump when its
+interpreter cannot answer, refreshed every stall timeout while waiting.
+
+One idle wait is known to end by itself: a rank that reached `init_process_group` before the
+rendezvous store opened retries its connect with torch's backoff (0.5 s growing by half each try,
+with jitter, up to 60 s), so after a slow rank 0 the whole job may sleep for seconds once the
+store is up. A store client (any rank but 0, or every rank under torchrun's agent store) whose
+innermost frame is the store's creation, while that store (as the rank tells) listens on this
+machine, is still joining: it stays running, looked at again a stall timeout later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from ddptui.core.model.stacks import blocked_at, joining_store, main_thread, parse_threads
+from ddptui.core.model.state import Frame, Phase
+from ddptui.core.session.rank import Rank
+from ddptui.core.transport.interface import RequestError
+from ddptui.core.transport.launch import listening
+from ddptui.rank.protocol import ProtocolError
+
+IDLE_WINDOW = 0.5
+"""Seconds of CPU accounting behind an idle/busy verdict."""
+IDLE_CPU = 0.2
+"""Below this share of one core, a running rank counts as idle (blocked, sleeping)."""
+RUNNING = (Phase.STARTING, Phase.RUNNING)
+
+
+async def main_stack(rank: Rank) -> list[Frame]:
+    """A running rank's main thread, innermost frame first: its own `stack` answer, else a
+    faulthandler dump (empty when neither comes)."""
+    transport = rank.transport
+    if not transport.linked:
+        return []
+    try:
+        reply = await transport.request("stack", {}, 0.5)
+    except RequestError:
+        reply = None
+    if reply is not None and reply.ok and isinstance(reply.value, list):
+        for thread in reply.value:
+            if isinstance(thread, dict) and thread.get("main"):
+                try:
+                    return [Frame.from_json(f) for f in reversed(thread["frames"])]
+                except (ProtocolError, TypeError, KeyError):
+                    break  # a malformed answer: the dump tells instead
+    return main_thread(parse_threads(await transport.stack_dump()))
+
+
+async def joining_open_store(rank: Rank) -> bool:
+    """True when the rank, standing in the store's creation, is a client of a store that listens
+    on this machine (its own `store` answer says which store); False when that cannot be told."""
+    try:
+        reply = await rank.transport.request("store", {}, 0.5)
+    except RequestError:
+        return False
+    store: Any = reply.value if reply.ok else None
+    try:
+        client, host, port = store["client"] is True, str(store["host"]), int(store["port"])
+    except (KeyError, TypeError, ValueError):
+        return False
+    return client and await asyncio.to_thread(listening, host, port)
+
+
+class StallWatch:
+    """Reads the ranks' CPU samples and decides which ranks are waiting."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.progress = time.monotonic()
+        """When a running rank last used CPU."""
+        self._cpu: dict[int, float] = {}
+        self._idle: dict[int, bool] = {}
+        self._dumped: dict[int, float] = {}
+        self._dumping: set[int] = set()
+        self._sampled = self.progress
+
+    def sample(self, ranks: list[Rank], now: float) -> list[Rank]:
+        """Read the ranks' latest CPU samples; return the ranks that were busy."""
+        interval, self._sampled = now - self._sampled, now
+        busy = []
+        for rank in ranks:
+            usage = rank.transport.activity() if self.watched(rank, now) else None
+            if usage is None:
+                self._cpu.pop(rank.index, None)
+                self._idle.pop(rank.index, None)
+                continue
+            used, active = usage
+            before, self._cpu[rank.index] = self._cpu.get(rank.index), used
+            if before is not None and interval > 0:
+                self._idle[rank.index] = not active and (used - before) / interval <= IDLE_CPU
+                if not self._idle[rank.index]:
+                    busy.append(rank)
+        if busy:
+            self.progress = now
+        return busy
+
+    @staticmethod
+    def watched(rank: Rank, now: float) -> bool:
+        """Running or waiting; not a rank a broadcast set running a moment ago (they are many)."""
+        if not rank.state.alive or rank.state.phase is Phase.PAUSED:
+            return False
+        return rank.state.phase is not Phase.RUNNING or now - rank.phase_since >= IDLE_WINDOW
+
+    def stalled(self, rank: Rank, now: float) -> bool:
+        """True for a running rank that should now be called waiting."""
+        if rank.state.phase not in RUNNING:
+            return False
+        running_for = now - rank.phase_since
+        idle = self._idle.get(rank.index, False)
+        return idle and min(running_for, now - self.progress) > self.timeout
+
+    def due(self, rank: Rank, now: float) -> bool:
+        """True when the rank's stack should be sampled, at most once a stall timeout: newly stalled,
+        or waiting."""
+        if rank.index in self._dumping or now - self._dumped.get(rank.index, 0.0) <= self.timeout:
+            return False
+        return rank.state.phase is Phase.WAITING or self.stalled(rank, now)
+
+    async def mark_waiting(self, rank: Rank) -> None:
+        """Sample the rank's stack and mark it waiting where its user code stands."""
+        self._dumping.add(rank.index)
+        try:
+            frames = await main_stack(rank)
+            self._dumped[rank.index] = time.monotonic()
+            if joining_store(frames) and await joining_open_store(rank):
+                if rank.state.phase is Phase.WAITING:
+                    rank.resumed()  # still joining: looked at again a stall timeout later
+                return
+            rank.stalled(*blocked_at(frames))
+        finally:
+            self._dumping.discard(rank.index)

@@ -1,0 +1,86 @@
+"""`Watchdog`: the session's loop that marks stalled ranks waiting, and wakes its waiters once a tick.
+
+Not the reaper process (`reaper`), which ends the ranks if ddptui itself dies: this one runs on the
+session's event loop for as long as the session does. It looks only at the ranks starting, running
+or waiting (none while every rank is paused); `StallWatch` judges when such a rank is waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING
+
+from ddptui.core.model.state import Phase
+from ddptui.core.session.stalls import IDLE_WINDOW, StallWatch
+from ddptui.core.transport.linked import LinkedRank
+
+if TYPE_CHECKING:
+    from ddptui.core.session.session import Session
+
+
+class Watchdog:
+    """The session's stall checks, every `tick` seconds while the session is open."""
+
+    def __init__(self, session: Session, stall_timeout: float, tick: float) -> None:
+        self._session = session
+        self._tick = tick
+        self.stalls = StallWatch(stall_timeout)
+        self.ticking = False
+        """True while the watchdog runs: it wakes every waiter once a tick."""
+        self.active: set[int] = set()
+        """Ranks starting, running or waiting: the ones the watchdog looks at (none while all pause)."""
+
+    async def run(self) -> None:
+        """Mark stalled ranks waiting (see `StallWatch`); a waiting rank using CPU runs again."""
+        session = self._session
+        assert session._job is not None
+        sampled = 0.0
+        self.ticking = True
+        try:
+            while not session._closing:
+                now = time.monotonic()
+                active = [session.ranks[i] for i in self.active]  # none while every rank is paused
+                if now - sampled >= IDLE_WINDOW and active:
+                    sampled = now
+                    if any(self.stalls.watched(rank, now) for rank in active):
+                        await self._scan()
+                    for rank in self.stalls.sample(session.ranks, time.monotonic()):
+                        rank.resumed()
+                for rank in active:
+                    if self.stalls.due(rank, now):
+                        session._spawn_task(self.stalls.mark_waiting(rank))
+                session._notify()
+                session.lockstep.look()
+                await asyncio.sleep(self._tick)
+        finally:
+            self.ticking = False
+            session.lockstep.look()  # a broadcast waiting on the ticks keeps time on its own now
+
+    async def _scan(self) -> None:
+        """Sample the process table on a thread (never on the loop); meanwhile the waiters keep
+        time with timers of their own, as this scan can outlast a tick."""
+        self.ticking = False
+        self._session._notify()
+        self._session.lockstep.look()
+        try:
+            await asyncio.to_thread(self._sample)
+        finally:
+            self.ticking = True
+
+    def _sample(self) -> None:
+        """CPU samples of every rank's process tree, spawned or linked (blocking)."""
+        session = self._session
+        assert session._job is not None
+        session._job.sample()
+        for rank in session.ranks:
+            if isinstance(rank.transport, LinkedRank):
+                rank.transport.sample()
+
+    async def replace_waiting(self) -> None:
+        """Place the waiting ranks again: the ranks just stepped may have released them, and a
+        state must not say `in barrier` of a rank that has moved on to wait elsewhere."""
+        ranks = self._session.ranks  # the active ones only: after a step, usually none
+        waiting = [ranks[i] for i in self.active if ranks[i].state.phase is Phase.WAITING]
+        if waiting:
+            await asyncio.gather(*(self.stalls.mark_waiting(rank) for rank in waiting))

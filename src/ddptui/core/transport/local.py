@@ -1,0 +1,427 @@
+"""Ranks on this machine: a pty per rank (the one ptyprocess adapter), and ending them safely.
+
+`LocalRank` is the `RankTransport` of a rank ddptui spawned. `LocalJob` owns what the ranks of
+one session leave behind: it makes ddptui a child subreaper (so double-forked descendants stay
+under it), runs the watchdog that ends everything if ddptui dies, samples CPU use for the stall
+watch, and ends the ranks' process trees. Only processes that are provably the session's own are
+ever signalled: psutil checks each one's start time at the moment of signalling, and a process
+counts as ours when it descends from a live rank or carries the session's directory in its
+environment (which a stranger that reused a dead rank's pid does not).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+from ptyprocess import PtyProcess
+
+from ddptui.core.transport import home_cpu
+from ddptui.core.transport.channel import Connection
+from ddptui.core.transport.ending import kill_all, session_processes, signal_all
+from ddptui.core.transport.interface import RankTransport
+from ddptui.core.transport.pump import CLOSED, FLUSHED, PTY_CHUNK, Pump, Ring
+from ddptui.core.transport.usage import ProcessTable
+from ddptui.rank.protocol import STATE_DIR_ENV, Message
+
+READ_CAP = 1 << 14
+"""Bytes read from one pty per wake-up at most, so flooding ranks cannot starve the loop: a key
+waits behind every ready pty's reads (at 256 KiB, 8 flooding ranks made one loop pass last tens
+of ms; at 16 KiB bench/ui_flood.py's key p99 went from ~250 to ~95 ms, ranks still draining
+about as fast as under tmux)."""
+TAKE_CAP = 1 << 13
+"""Bytes taken from one rank's ring per turn at most. The copy is cheap; what the UI does with
+the bytes is not (a pane's skip-ahead emulates inside `feed`). bench/ui_flood.py (8 ranks x 8 MiB,
+3 runs each of 2 rounds) gave key p99 46-55 ms at 8 KiB, 47-86 ms at 16 KiB, 111-154 ms at 64 KiB
+(without turns): ranks that a full ring holds back drained about as fast as under tmux with each."""
+EXIT_FLUSH = 2.0
+"""Seconds an exited rank waits for the pump to drain its pty (a child of the rank may hold the
+terminal open, and write, forever)."""
+REAP_POLL = 0.1
+"""Seconds between looks for the ranks' exits where the kernel has no pidfd_open (before Linux
+5.3, or a container whose seccomp profile forbids it): the job asks waitpid of each on one timer."""
+PR_SET_CHILD_SUBREAPER = 36
+
+
+class SpawnError(Exception):
+    """A rank process that could not be started; the message is one line."""
+
+
+def become_subreaper() -> None:
+    """Adopt orphaned descendants (a rank's `setsid` + double fork) instead of leaving them to init."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+class LocalRank(RankTransport):
+    """A rank process in a pty of its own, with its link once it says hello."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: str | None,
+        size: tuple[int, int],
+        pump: Pump | None = None,
+    ) -> None:
+        """Spawn the rank; its pty is read by `pump` when given (and alive), else on this loop."""
+        super().__init__()
+        columns, lines = size
+        try:
+            self._pty = PtyProcess.spawn(
+                argv, cwd=cwd, env=env, dimensions=(lines, columns), preexec_fn=home_cpu.restore_in_child
+            )
+        except OSError as exc:
+            raise SpawnError(f"cannot start {argv[0]}: {exc}") from None
+        os.set_blocking(self._pty.fd, False)
+        self.pid: int = self._pty.pid
+        self.process = psutil.Process(self.pid)
+        """The rank's process, pinned by its start time: never mistaken for a later owner of the pid."""
+        self.dump_path = ""
+        """Where faulthandler writes this rank's stack on SIGUSR1."""
+        self.usage: tuple[float, bool] | None = None
+        """The last CPU sample of the rank's tree (set by `LocalJob.sample`)."""
+        self._fd: int = self._pty.fd
+        self._closed = False
+        self._pending = bytearray()
+        self._loop = asyncio.get_running_loop()
+        self._pump = pump
+        self._ring: Ring | None = None
+        self._key = -1
+        self._status: int | None = None
+        """The exit status, until the last bytes are in and it is handed over."""
+        self._exit_timer: asyncio.TimerHandle | None = None
+        if pump is not None and pump.alive:
+            self._key, self._ring = pump.add(self._fd, self._take, self._unpumped)
+        else:
+            self._loop.add_reader(self._fd, self._drain)
+        self._pidfd: int | None = None
+        try:
+            self._pidfd = os.pidfd_open(self.pid)
+        except (OSError, AttributeError):
+            pass  # no pidfd here: `LocalJob` asks `reap` on a timer (`polled`)
+        else:
+            self._loop.add_reader(self._pidfd, self.reap)
+        self.polled = self._pidfd is None
+        """True when nothing says this rank exited: `reap` must be asked on a timer."""
+
+    # -- the link -----------------------------------------------------------------------------
+    def link(self, connection: Connection) -> None:
+        """Take the rank's authenticated connection: its events are this rank's from now on."""
+        self.connection = connection
+        connection.bind(self._event)
+
+    def _event(self, message: Message) -> None:
+        """Hand an event from the link to the owning `Rank`."""
+        self.on_message(message)
+
+    # -- the terminal -------------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        """True once the pty is closed."""
+        return self._closed
+
+    def write(self, data: bytes) -> None:
+        """Queue bytes for the pty; they are written as it accepts them."""
+        if self._closed:
+            return
+        if not self._pending:  # nearly always: straight to the pty, no queue
+            try:
+                written = os.write(self._fd, data)
+            except BlockingIOError:
+                written = 0
+            except OSError:
+                return
+            if written == len(data):
+                return
+            data = data[written:]
+        self._pending += data
+        if self._flush():
+            self._loop.add_writer(self._fd, self._flush_later)
+
+    def _flush(self) -> bool:
+        """Write what the pty takes now; True when bytes remain queued."""
+        while self._pending and not self._closed:
+            try:
+                written = os.write(self._fd, self._pending)
+            except BlockingIOError:
+                return True
+            except OSError:
+                self._pending.clear()
+                return False
+            del self._pending[:written]
+        return False
+
+    def _flush_later(self) -> None:
+        """Write queued input once the pty accepts it."""
+        if not self._flush():
+            self._loop.remove_writer(self._fd)
+
+    def resize(self, columns: int, lines: int) -> None:
+        """TIOCSWINSZ; the rank gets SIGWINCH."""
+        if not self._closed:
+            with contextlib.suppress(OSError):
+                self._pty.setwinsize(lines, columns)
+
+    def _read(self) -> bytes:
+        """Read all the pty has (up to READ_CAP); marks the terminal closed on EIO or EOF.
+
+        A pty returns at most 4095 bytes a read and holds about 14 KiB before the writer blocks:
+        reading only once per wake-up would tie a rank's output speed to the UI's loop.
+        """
+        data = b""
+        while len(data) < READ_CAP and not self._closed:
+            try:
+                chunk = os.read(self._fd, 65536)
+            except BlockingIOError:
+                break
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self._closed = True
+                self._loop.remove_reader(self._fd)
+                break
+            data = data + chunk if data else chunk  # one read nearly always has it all (a step's output)
+            if len(chunk) < PTY_CHUNK:
+                break
+        return data
+
+    def _drain(self) -> None:
+        """Read the pty as fast as it fills: a slow UI must never block a rank's writes."""
+        data = self._read()
+        if data:
+            self.on_output(data)
+
+    def _take(self) -> bool:
+        """Take what the pump put in the ring (a turn's share; all of it once the rank exited);
+        True while the ring holds more."""
+        ring = self._ring
+        assert ring is not None
+        closed, flushed = ring.slots[CLOSED], ring.slots[FLUSHED]  # first: bytes before them are in
+        if (closed or flushed) and self._status is not None:
+            self._exited()
+            return False
+        full = ring.unread() >= ring.size
+        data = ring.take(TAKE_CAP)
+        if full and self._pump is not None:
+            self._pump.room()
+        if data:
+            self.on_output(data)
+        if closed and not ring.unread():
+            self._closed = True
+        return self._ring is ring and ring.unread() > 0
+
+    def _unpumped(self) -> None:
+        """The pump is gone: take what it left, then read the pty here (no other reader is left)."""
+        self._take_all()
+        assert self._ring is not None
+        self._ring.close()
+        self._ring = None
+        if not self._closed:
+            self._loop.add_reader(self._fd, self._drain)
+        if self._status is not None:
+            self._exited()
+
+    def _take_all(self) -> None:
+        """Take all the ring holds (the rank exited, or the pump is gone); closed once the pump saw EOF."""
+        ring = self._ring
+        assert ring is not None
+        closed = bool(ring.slots[CLOSED])  # first: the bytes before EOF are in the ring by then
+        data = ring.take(ring.size)
+        self._closed = self._closed or closed
+        if data:
+            self.on_output(data)
+
+    def reap(self) -> bool:
+        """Collect the exit status once the process is gone, after its last output; True once gone."""
+        try:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            pid, status = self.pid, 255 << 8
+        if pid == 0:
+            return False
+        if self._pidfd is not None:
+            self._loop.remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+        self._pty.terminated, self._pty.exitstatus = True, status
+        self._status = status
+        if self._ring is not None and self._pump is not None:
+            self._pump.flush(self._key)
+            self._exit_timer = self._loop.call_later(EXIT_FLUSH, self._exited)
+        else:
+            self._exited()
+        return True
+
+    def _exited(self) -> None:
+        """Hand over the rank's last bytes, then its exit status (once)."""
+        status, self._status = self._status, None
+        if status is None:
+            return
+        if self._exit_timer is not None:
+            self._exit_timer.cancel()
+        if self._ring is not None:
+            self._take_all()
+        while not self._closed and self._ring is None and (data := self._read()):
+            self.on_output(data)
+        self.on_exit(os.waitstatus_to_exitcode(status))
+
+    def close(self) -> None:
+        """Stop reading the pty and close it."""
+        if self._ring is not None and self._pump is not None:
+            self._pump.forget(self._key)
+            self._ring.close()
+            self._ring = None
+        self._loop.remove_reader(self._fd)
+        self._loop.remove_writer(self._fd)
+        if not self._pty.closed:
+            self._pty.fileobj.close()
+            self._pty.closed = True
+        self._closed = True
+        if self.connection is not None:
+            self.connection.close()
+
+    # -- sampling -----------------------------------------------------------------------------
+    def activity(self) -> tuple[float, bool] | None:
+        """The last CPU sample of the rank's process tree."""
+        return self.usage
+
+    async def stack_dump(self, timeout: float = 1.0) -> str:
+        """Every thread's stack via faulthandler on SIGUSR1 (works while the rank holds the GIL)."""
+        if not self.dump_path or not self.linked:
+            return ""
+        try:
+            os.truncate(self.dump_path, 0)
+            self.process.send_signal(signal.SIGUSR1)
+        except (OSError, psutil.Error):
+            return ""
+        deadline, last = time.monotonic() + timeout, ""
+        while time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+            try:
+                with open(self.dump_path, errors="replace") as dump:
+                    text = dump.read()
+            except OSError:
+                return ""
+            if text and text == last:
+                return text
+            last = text
+        return last
+
+
+def _parent(process: psutil.Process) -> int | None:
+    """A process's parent pid; None once it is gone (it can exit between the scan and this)."""
+    try:
+        return int(process.ppid())
+    except psutil.Error:
+        return None
+
+
+class LocalJob:
+    """What one session's local ranks leave behind, and how it all ends."""
+
+    def __init__(self, state_dir: str, pump: bool = False) -> None:
+        """A job whose files live in `state_dir`; with `pump`, a pump process reads the ranks' ptys."""
+        self.state_dir = state_dir
+        self._pumped = pump
+        self.pump: Pump | None = None
+        """The process that drains the ranks' ptys (see `ddptui.core.transport.pump`), when used."""
+        self.ranks: list[LocalRank] = []
+        self._polled: list[LocalRank] = []
+        """Ranks without a pidfd whose exit is still to be seen (see `REAP_POLL`)."""
+        self._adopted: set[int] = set()
+        self._watchdog: subprocess.Popen[bytes] | None = None
+        self._pinned = False
+        """This job pinned the loop's thread to a CPU (`home_cpu`)."""
+
+    def start(self, env: dict[str, str]) -> None:
+        """Become a subreaper and start the watchdog that cleans up if this process dies."""
+        become_subreaper()
+        self._watchdog = subprocess.Popen(
+            [sys.executable, "-m", "ddptui.core.transport.reaper", self.state_dir],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
+            env=env,
+        )
+        if self._pumped and Ring.available():  # no memfd (Linux before 3.17): ptys read on the loop
+            self._pinned = home_cpu.pin() is not None  # the loop and the pump share a CPU
+            self.pump = Pump({k: v for k, v in env.items() if k != STATE_DIR_ENV})
+
+    def spawn(
+        self, argv: list[str], env: dict[str, str], cwd: str | None, size: tuple[int, int]
+    ) -> LocalRank:
+        """Start a rank and tell the watchdog who it is (pid and start time)."""
+        rank = LocalRank(argv, env, cwd, size, self.pump)
+        self.ranks.append(rank)
+        if self._watchdog is not None and self._watchdog.stdin is not None:
+            with contextlib.suppress(OSError):
+                self._watchdog.stdin.write(f"{rank.pid} {rank.process.create_time()!r}\n".encode())
+                self._watchdog.stdin.flush()
+        if rank.polled:
+            self._polled.append(rank)
+            if len(self._polled) == 1:  # the first: the timer starts
+                asyncio.get_running_loop().call_later(REAP_POLL, self._look_for_exits)
+        return rank
+
+    def _look_for_exits(self) -> None:
+        """Without pidfds: one pass of waitpid over the ranks not yet gone, every REAP_POLL seconds."""
+        self._polled = [rank for rank in self._polled if not rank.reap()]
+        if self._polled:
+            asyncio.get_running_loop().call_later(REAP_POLL, self._look_for_exits)
+
+    def processes(self) -> list[psutil.Process]:
+        """Every live process of the session (remembering adopted children, to reap them later)."""
+        found = session_processes((r.process for r in self.ranks), self.state_dir, everyone=False)
+        me = os.getpid()
+        self._adopted.update(p.pid for p in found if _parent(p) == me and p.pid not in self._rank_pids())
+        return found
+
+    def _rank_pids(self) -> set[int]:
+        """Pids of the ranks (reaped through their pidfds, not here)."""
+        return {rank.pid for rank in self.ranks}
+
+    def sample(self) -> None:
+        """Set each rank's CPU use and activity, from one pass over the process table (blocking)."""
+        table = ProcessTable()
+        for rank in self.ranks:
+            rank.usage = table.usage(rank.process)
+
+    def end(self, grace: float) -> None:
+        """SIGTERM every process of the session, SIGKILL what outlives `grace` (blocking)."""
+        signal_all(self.processes(), signal.SIGTERM)
+        end = time.monotonic() + grace
+        while time.monotonic() < end and self.processes():
+            time.sleep(0.02)
+        kill_all(self.processes)
+        self._reap_adopted()
+
+    def _reap_adopted(self) -> None:
+        """Collect adopted children that exited (a child's pid cannot be reused before this)."""
+        for pid in list(self._adopted):
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                    continue
+            self._adopted.discard(pid)
+
+    def release(self) -> None:
+        """Stop the watchdog (it sweeps once more and removes the session directory)."""
+        self._reap_adopted()
+        if self.pump is not None:
+            self.pump.close()
+            self.pump = None
+        if self._pinned:
+            self._pinned = False
+            home_cpu.unpin()
+        if self._watchdog is not None:
+            with contextlib.suppress(OSError):
+                self._watchdog.stdin.close()  # type: ignore[union-attr]
+            self._watchdog.wait()
+            self._watchdog = None
