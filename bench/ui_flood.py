@@ -673,7 +673,7 @@ class TmuxClient:
 
 def pump_cpu(app: DdptuiApp) -> Callable[[], float] | None:
     """How to read the CPU seconds of the session's pty pump process (None: no pump)."""
-    job = app.session._job
+    job = app.session.resources.job
     if job is None or job.pump is None:
         return None
     process = psutil.Process(job.pump.process.pid)

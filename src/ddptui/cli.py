@@ -16,6 +16,7 @@ from typing import NoReturn
 from ddptui import __version__, torchrun_options
 from ddptui.core.commands import batch, batch_input
 from ddptui.core.commands.batch_input import BatchInputError
+from ddptui.core.commands.context import Context
 from ddptui.core.session.session import Session
 from ddptui.core.transport.launch import LaunchError, LaunchSpec
 from ddptui.core.transport.logs import check_log_dir
@@ -292,11 +293,10 @@ async def run_batch(spec: LaunchSpec, options: argparse.Namespace) -> int:
     if spec.starts_ranks:  # only ddptui types into their terminals
         spec = replace(spec, line_editing=False)
     session = Session(spec)
+    ctx = Context.of(session)
     try:
         await session.start()
-        return await batch.run(
-            session, options.batch, timeout=options.timeout, collapse=not options.no_collapse
-        )
+        return await batch.run(ctx, options.batch, timeout=options.timeout, collapse=not options.no_collapse)
     finally:
         await session.close()
 

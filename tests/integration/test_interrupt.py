@@ -7,6 +7,7 @@ import asyncio
 from conftest import SCRIPTS, running_session
 
 from ddptui.core.commands import registry as commands
+from ddptui.core.commands.context import Context
 from ddptui.core.model.state import Phase
 from ddptui.core.session.session import Session
 
@@ -31,11 +32,12 @@ async def running(session: Session) -> None:
 
 async def test_continued_ranks_stop_in_their_loop_and_go_on() -> None:
     async with running_session(SCRIPTS / "spins.py") as session:
+        ctx = Context.of(session)
         await session.wait_settled()
         for _ in range(2):  # and again: a rank stopped by an interrupt can be interrupted again
             going = asyncio.ensure_future(session.broadcast("c"))
             await running(session)
-            said = await commands.run(session, "interrupt")
+            said = await commands.run(ctx, "interrupt")
             assert said.lines == ("interrupted ranks 0-1: each stops at the line it runs",)
             result = await asyncio.wait_for(going, 30)  # the `c` returns: every rank is back at a prompt
             assert [reply.state.phase for reply in result.replies] == [Phase.PAUSED] * 2
@@ -46,13 +48,14 @@ async def test_continued_ranks_stop_in_their_loop_and_go_on() -> None:
 
 async def test_ranks_that_never_stopped_open_a_prompt_where_they_run() -> None:
     async with running_session(SCRIPTS / "spins.py", "--run") as session:
+        ctx = Context.of(session)
         await running(session)
-        said = await commands.run(session, "interrupt")
+        said = await commands.run(ctx, "interrupt")
         assert said.lines == ("interrupted ranks 0-1: each stops at the line it runs",)
         assert await session.wait_until(lambda: all(r.state.at_prompt for r in session.ranks), 30)
         assert where(session) <= LOOP, where(session)
         result = await session.broadcast("n")  # a stop like any other: the ranks step on from it
         assert all(reply.state.phase is Phase.PAUSED for reply in result.replies)
-        assert await commands.run(session, "interrupt") == commands.Result(
+        assert await commands.run(ctx, "interrupt") == commands.Result(
             ("no target rank is running: nothing to interrupt",)
         )

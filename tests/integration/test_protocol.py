@@ -142,7 +142,7 @@ async def test_links_without_the_token_get_nothing_and_are_logged(tmp_path: Path
 async def test_right_token_but_not_a_rank_is_closed(tmp_path: Path) -> None:
     async with running_session(SCRIPTS / "states.py", "prompt", str(tmp_path / "go"), nproc=1) as session:
         await reach(session, "prompt")
-        token = session._server.token  # type: ignore[union-attr]
+        token = session.resources.server.token  # type: ignore[union-attr]
         sock = _connect(os.path.join(session.state_dir, "channel.sock"))
         sock.sendall(Hello(1, token, Identity(0, 0, 1, "host", 1)).encode())
         assert await _closed_by_server(sock)
@@ -152,7 +152,7 @@ async def test_right_token_but_not_a_rank_is_closed(tmp_path: Path) -> None:
 async def test_a_protocol_version_mismatch_is_one_clear_line(tmp_path: Path) -> None:
     async with running_session(SCRIPTS / "states.py", "prompt", str(tmp_path / "go"), nproc=1) as session:
         await reach(session, "prompt")
-        token = session._server.token  # type: ignore[union-attr]
+        token = session.resources.server.token  # type: ignore[union-attr]
         sock = _connect(os.path.join(session.state_dir, "channel.sock"))
         sock.sendall(Hello(99, token, Identity(3, 3, 4, "node7", 1)).encode())
         assert await _closed_by_server(sock)

@@ -246,8 +246,8 @@ async def pumped_session(script: Path, *args: str) -> Session:
 async def test_session_flood_through_the_pump_arrives_whole_and_in_order() -> None:
     """20 MB a rank between two prompts: the kept tail is every line in order, then the prompt."""
     session = await pumped_session(SCRIPTS / "flood.py", "200000")
-    assert session._job is not None and session._job.pump is not None
-    pump = psutil.Process(session._job.pump.process.pid)
+    assert session.resources.job is not None and session.resources.job.pump is not None
+    pump = psutil.Process(session.resources.job.pump.process.pid)
     try:
         await asyncio.wait_for(session.broadcast("c"), 120)
         for rank in session.ranks:

@@ -21,6 +21,7 @@ from textual.screen import Screen
 
 from ddptui.core.commands import registry as commands
 from ddptui.core.commands.batch import exit_status
+from ddptui.core.commands.context import Context
 from ddptui.core.model.targets import Line, format_ranks, name_ranks
 from ddptui.core.session.session import Session
 from ddptui.core.session.wrap import fold_exports
@@ -77,6 +78,8 @@ class DdptuiApp(App[int]):
         """
         super().__init__()
         self.session = session
+        self.context = Context.of(session)
+        """What `:` commands act on: the session, its findings, the watches."""
         if session.spec.pump is None:  # a flood must not cost the loop a wake-up per pty read
             session.spec = replace(session.spec, pump=ORDERED_STORES)
         spec = self.spec = session.spec
@@ -372,6 +375,6 @@ def run_app(session: Session) -> int:
     app.session.kill_now()
     if app.return_code == 2 or status is None:
         return app.return_code or 1
-    for line in app.session.summary(grouped=len(app.session.ranks) > app.grid_threshold):
+    for line in app.context.findings.summary(grouped=len(app.session.ranks) > app.grid_threshold):
         print(line, file=sys.stdout)
     return status

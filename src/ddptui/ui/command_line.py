@@ -49,7 +49,7 @@ class CommandLine:
         """Run a `:` command and show its result in the command log."""
         app = self._app
         app.command_log.echo(f":{text}")
-        result = await commands.run(app.session, text)
+        result = await commands.run(app.context, text)
         app.command_log.show(result)
         app.watch_panel.show(result.tables)
         if result.stack is not None:
@@ -66,7 +66,7 @@ class CommandLine:
         app = self._app
         if not app.session.ranks or app._quitting:
             return
-        sent, said = await commands.send(app.session, line, functools.partial(self._sent, line))
+        sent, said = await commands.send(app.context, line, functools.partial(self._sent, line))
         if sent is not None:
             app.command_log.show(commands.Result(tuple(self.answers(sent))))
         else:  # held back (the divergence guard, `restart`...): what was typed, then why

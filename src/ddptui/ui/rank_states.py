@@ -104,7 +104,7 @@ class RankStates:
         """Mark the root cause, and the ranks missing from a collective while others wait in it."""
         app = self._app
         assert app.state_grid is not None
-        found = app.session.verdicts.found  # only ever appended to
+        found = app.context.findings.verdicts.found  # only ever appended to
         if not self._marks_stale and len(found) == self._marks_found:
             return  # nothing changed (an idle app with 256 ranks must not scan them 4 times a second)
         self._marks_stale, self._marks_found = False, len(found)

@@ -11,6 +11,8 @@ from typing import TextIO
 from ddptui.core.commands import batch_input
 from ddptui.core.commands import registry as commands
 from ddptui.core.commands.batch_input import BatchInputError
+from ddptui.core.commands.context import Context
+from ddptui.core.diagnosis.hints import rank_hint
 from ddptui.core.model.answers import answer_lines, tagged
 from ddptui.core.model.state import NO_STATUS, RankState
 from ddptui.core.model.targets import TargetError
@@ -165,7 +167,7 @@ def exit_status(states: list[RankState]) -> int:
 
 
 async def run(
-    session: Session,
+    ctx: Context,
     source: str,
     out: TextIO = sys.stdout,
     timeout: float | None = None,
@@ -177,6 +179,7 @@ async def run(
     However it ends (end of input, `:quit`, `timeout` seconds passing, a signal cancelling it),
     the ranks are ended and each rank's last state is printed.
     """
+    session = ctx.session
     transcript = Transcript(session, out, collapse)
     for notice in session.notices:
         transcript.note(notice)
@@ -187,9 +190,9 @@ async def run(
     timed_out = False
     try:
         async with asyncio.timeout(timeout):
-            await replay(session, lines, transcript)
+            await replay(ctx, lines, transcript)
             await session.wait_settled(range(len(session.ranks)))
-            await session.settle()
+            await ctx.findings.settle()
             await session.wait_launcher()
     except TimeoutError:
         timed_out = True
@@ -197,7 +200,7 @@ async def run(
     finally:
         await session.close()
         transcript.flush()
-        for line in session.summary():
+        for line in ctx.findings.summary():
             print(line, file=out)
         out.flush()
     if timed_out:
@@ -205,18 +208,19 @@ async def run(
     launcher = [session.launcher.state] if session.launcher is not None else []
     here = [rank.state for rank in session.ranks if not absent(rank)]  # not another node's ranks
     status = exit_status(here + launcher)
-    return 1 if status == 0 and session.verdicts.mismatched else status
+    return 1 if status == 0 and ctx.findings.mismatched else status
 
 
-async def replay(session: Session, lines: AsyncIterator[str], transcript: Transcript) -> None:
+async def replay(ctx: Context, lines: AsyncIterator[str], transcript: Transcript) -> None:
     """Print the ranks' first output, then run each line; stops early at `:quit`."""
+    session = ctx.session
     await session.wait_started()
     await session.wait_settled()
     transcript.flush()
     report_early_deaths(session)
     try:
         async for line in lines:
-            if not await run_line(session, line, transcript):
+            if not await run_line(ctx, line, transcript):
                 return
     except BatchInputError as exc:
         transcript.note(str(exc))
@@ -224,8 +228,9 @@ async def replay(session: Session, lines: AsyncIterator[str], transcript: Transc
         transcript.say_unsent()
 
 
-async def run_line(session: Session, line: str, transcript: Transcript) -> bool:
+async def run_line(ctx: Context, line: str, transcript: Transcript) -> bool:
     """Run one line of the batch; False means stop reading (`:quit`)."""
+    session = ctx.session
     try:
         parsed = session.parse(line)
     except TargetError as exc:
@@ -239,13 +244,13 @@ async def run_line(session: Session, line: str, transcript: Transcript) -> bool:
     transcript.say_unsent()
     transcript.echo(line)
     if parsed.kind == "ddptui":
-        result = await commands.run(session, parsed.text)
+        result = await commands.run(ctx, parsed.text)
         transcript.flush({rank.index: result.sent for rank in session.ranks} if result.sent else None)
         for text in result.lines:
             transcript.note(text)
         return not result.quit
     await session.wait_settled(range(len(session.ranks)))
-    sent, said = await commands.send(session, parsed, transcript.sent)
+    sent, said = await commands.send(ctx, parsed, transcript.sent)
     if sent is None:
         for text in said.lines:
             transcript.note(text)
@@ -277,5 +282,5 @@ def report_early_deaths(session: Session) -> None:
             lines = [ln.strip() for ln in terminal_lines(rank.output.tail(4096)) if ln.strip()]
             why = f"{state.describe()} before its first prompt" + (f": {lines[-1]}" if lines else "")
         print(f"ddptui: rank {rank.index} {inert(why)}", file=sys.stderr)
-        if hint := rank.hint():
+        if hint := rank_hint(rank):
             print(f"ddptui: hint: {hint}", file=sys.stderr)

@@ -11,32 +11,18 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from ddptui.core.commands.collectives_table import collectives_table
+from ddptui.core.commands.context import Context
+from ddptui.core.commands.result import Result as Result  # the commands' face: front ends use it
 from ddptui.core.diagnosis.compare import Answer, Comparison, compare
 from ddptui.core.diagnosis.ddp_check import ddp_check
-from ddptui.core.diagnosis.stack_tree import Node, render, stacks_node
+from ddptui.core.diagnosis.stack_tree import render, stacks_node
 from ddptui.core.model.state import Phase
 from ddptui.core.model.targets import Line, TargetError, by_words, name_ranks, parse_ranks
 from ddptui.core.session.lockstep import Broadcast
 from ddptui.core.session.session import Session
 from ddptui.rank.protocol import Frame, Reply
 
-
-@dataclass(frozen=True)
-class Result:
-    """What a command says: lines of plain text, whether it failed, whether to quit."""
-
-    lines: tuple[str, ...] = ()
-    error: bool = False
-    quit: bool = False
-    sent: str = ""
-    """The pdb command the command broadcast, if any (a transcript drops pdb's echo of it)."""
-    tables: tuple[tuple[str, Comparison], ...] = ()
-    """Cross-rank tables behind the lines (`:compare EXPR`, `watch EXPR`), for front ends that draw them."""
-    stack: Node | None = None
-    """The merged stack tree behind `:stacks`' lines, for front ends that draw it."""
-
-
-Handler = Callable[[Session, str], Awaitable[Result]]
+Handler = Callable[[Context, str], Awaitable[Result]]
 
 
 @dataclass(frozen=True)
@@ -80,27 +66,29 @@ def commands() -> list[Command]:
     return list(dict.fromkeys(COMMANDS.values()))
 
 
-async def run(session: Session, text: str) -> Result:
+async def run(ctx: Context, text: str) -> Result:
     """Run one command line (without its `:`)."""
     name, _, arg = text.strip().partition(" ")
     entry = COMMANDS.get(name)
     if entry is None:
         return Result((f"unknown command :{name} (:help lists the commands)",), error=True)
     try:
-        return await entry.run(session, arg.strip())
+        return await entry.run(ctx, arg.strip())
     except TargetError as exc:
         return Result((str(exc),), error=True)
 
 
 @command("ranks", "r", usage=":ranks [0,2-3|all]", help="show or set the ranks a command goes to")
-async def _ranks(session: Session, arg: str) -> Result:
+async def _ranks(ctx: Context, arg: str) -> Result:
     """Show or set the default targets."""
+    session = ctx.session
     return Result((session.set_targets(arg),))
 
 
 @command("state", "status", usage=":state", help="every rank's state, host and pid")
-async def _state(session: Session, arg: str) -> Result:
+async def _state(ctx: Context, arg: str) -> Result:
     """One line per rank, the waiting ones placed afresh."""
+    session = ctx.session
     await session.replace_waiting()
     lines = []
     for rank in session.ranks:
@@ -127,7 +115,7 @@ async def suspended_timeouts(session: Session) -> list[str]:
 
 
 @command("help", "h", "?", usage=":help", help="this list")
-async def _help(session: Session, arg: str) -> Result:
+async def _help(ctx: Context, arg: str) -> Result:
     """Every command with its usage and help."""
     width = max(len(entry.usage) for entry in commands())
     lines = [f"{entry.usage:<{width}}  {entry.help}" for entry in commands()]
@@ -142,8 +130,9 @@ async def _help(session: Session, arg: str) -> Result:
     help="the breakpoint() where the target ranks stand stops no more, on every rank "
     "(all: no breakpoint() stops; none: undo)",
 )
-async def _skip(session: Session, arg: str) -> Result:
+async def _skip(ctx: Context, arg: str) -> Result:
     """Stop hard-coded breakpoints from stopping (pdb's own `b` breakpoints are untouched)."""
+    session = ctx.session
     everyone = [rank.index for rank in session.live(range(len(session.ranks)))]
     if arg in ("all", "none"):
         await session.ask("skip", {"all": True} if arg == "all" else {"none": True}, everyone)
@@ -194,13 +183,14 @@ def sending_lines(sent: Broadcast) -> tuple[str, ...]:
 
 
 async def send(
-    session: Session, line: Line, on_sent: Callable[[Broadcast], None] | None = None
+    ctx: Context, line: Line, on_sent: Callable[[Broadcast], None] | None = None
 ) -> tuple[Broadcast | None, Result]:
     """A pdb command to the target ranks in lockstep, behind the divergence guard; then the watches.
 
     Returns the broadcast (None when nothing was sent) and what to tell the user about it;
     `on_sent` is called as the command goes out (see `Lockstep.broadcast`).
     """
+    session = ctx.session
     held = (
         guard(session, line.targets, f"!{line.text} sends anyway")
         if line.executes and not line.force
@@ -225,7 +215,7 @@ async def send(
     result = await session.broadcast(line.text, line.targets, on_sent)
     waiting = ((a.rank, a.state.describe()) for a in result.replies if a.state.phase is Phase.WAITING)
     notes = [f"{ranks} {where}" for ranks, where in by_words(waiting)]
-    watched = watch_result(await watch_tables(session))
+    watched = watch_result(await watch_tables(ctx))
     return result, Result((*notes, *watched.lines), tables=watched.tables)
 
 
@@ -257,8 +247,9 @@ async def comparison(session: Session, expr: str, tol: float | None = None) -> C
     usage=":compare [--tol X] EXPR",
     help="evaluate EXPR on every target rank and group the ranks by equal value",
 )
-async def _compare(session: Session, arg: str) -> Result:
+async def _compare(ctx: Context, arg: str) -> Result:
     """One table: ranks grouped by value, odd groups marked, a sparkline for numbers."""
+    session = ctx.session
     tol = None
     if arg.startswith("--tol"):
         _, value, arg = [*arg.split(None, 2), "", ""][:3]
@@ -269,40 +260,40 @@ async def _compare(session: Session, arg: str) -> Result:
     if not arg.strip():
         return Result((f"usage: {COMMANDS['compare'].usage}",), error=True)
     table = await comparison(session, arg.strip(), tol)
-    session.last_compare = table
+    ctx.last_compare = table
     return Result(tuple(table.lines(WIDTH)), tables=((f":compare {arg.strip()}", table),))
 
 
 @command("watch", usage=":watch [EXPR]", help="compare EXPR across ranks after every step (no EXPR: list)")
-async def _watch(session: Session, arg: str) -> Result:
+async def _watch(ctx: Context, arg: str) -> Result:
     """Add a watch and show it now."""
     if not arg:
-        return Result(tuple(session.watches) or ("no watches",))
-    if arg not in session.watches:
-        session.watches.append(arg)
-    return watch_result(await watch_tables(session))
+        return Result(tuple(ctx.watches) or ("no watches",))
+    if arg not in ctx.watches:
+        ctx.watches.append(arg)
+    return watch_result(await watch_tables(ctx))
 
 
 @command("unwatch", usage=":unwatch EXPR|all", help="stop watching EXPR (or every watch)")
-async def _unwatch(session: Session, arg: str) -> Result:
+async def _unwatch(ctx: Context, arg: str) -> Result:
     """Drop one watch or all of them."""
     if arg == "all":
-        session.watches.clear()
-    elif arg in session.watches:
-        session.watches.remove(arg)
+        ctx.watches.clear()
+    elif arg in ctx.watches:
+        ctx.watches.remove(arg)
     else:
         return Result((f"not watched: {arg}",), error=True)
-    done = "no watches" if not session.watches else f"unwatched {arg}"
-    return Result((done,), tables=tuple(await watch_tables(session)) or (("watch", EMPTY),))
+    done = "no watches" if not ctx.watches else f"unwatched {arg}"
+    return Result((done,), tables=tuple(await watch_tables(ctx)) or (("watch", EMPTY),))
 
 
 EMPTY = Comparison((), "no watches")
 """The table a front end shows when the last watch is gone."""
 
 
-async def watch_tables(session: Session) -> list[tuple[str, Comparison]]:
+async def watch_tables(ctx: Context) -> list[tuple[str, Comparison]]:
     """Every watch compared across the default targets."""
-    return [(f"watch {expr}", await comparison(session, expr)) for expr in session.watches]
+    return [(f"watch {expr}", await comparison(ctx.session, expr)) for expr in ctx.watches]
 
 
 def watch_result(tables: list[tuple[str, Comparison]]) -> Result:
@@ -316,8 +307,9 @@ def watch_result(tables: list[tuple[str, Comparison]]) -> Result:
 
 
 @command("where", usage=":where", help="where the target ranks stand, grouped, with counts")
-async def _where(session: Session, arg: str) -> Result:
+async def _where(ctx: Context, arg: str) -> Result:
     """Distinct states of the targeted ranks, largest group first."""
+    session = ctx.session
     groups: dict[str, set[int]] = {}
     for rank in session.live() or session.ranks:
         groups.setdefault(rank.state.describe(), set()).add(rank.index)
@@ -335,15 +327,15 @@ async def _where(session: Session, arg: str) -> Result:
     usage=":collectives [N]",
     help="the last N (default 10) collectives of every rank side by side, differing rows marked",
 )
-async def _collectives(session: Session, arg: str) -> Result:
+async def _collectives(ctx: Context, arg: str) -> Result:
     """The table, then any verdict the logs support."""
     if arg and not arg.isdigit():
         return Result((f"usage: {COMMANDS['collectives'].usage}",), error=True)
-    logs = await session.verdicts.refresh()
+    logs = await ctx.findings.verdicts.refresh()
     if not any(logs.values()):
         return Result(("no collective recorded yet (has the job called init_process_group?)",))
     lines = collectives_table(logs, int(arg or 10))
-    lines += [str(verdict) for verdict in await session.verdicts.check()]
+    lines += [str(verdict) for verdict in await ctx.findings.verdicts.check()]
     return Result(tuple(lines))
 
 
@@ -352,8 +344,9 @@ async def _collectives(session: Session, arg: str) -> Result:
     usage=":ddp-check",
     help="DDP modules across ranks: parameters, buffers, gradients compared; parameters with no gradient",
 )
-async def _ddp_check(session: Session, arg: str) -> Result:
+async def _ddp_check(ctx: Context, arg: str) -> Result:
     """Compare the DDP replicas of the paused target ranks."""
+    session = ctx.session
     paused = [rank.index for rank in session.live() if rank.state.at_prompt]
     if not paused:
         return Result(("no target rank is at a prompt",), error=True)
@@ -365,8 +358,9 @@ async def _ddp_check(session: Session, arg: str) -> Result:
     usage=":group [NAME (0,2-3 | from-compare ROW)]",
     help="name a set of ranks for @NAME CMD and :ranks NAME (from a list, or a row of the last :compare)",
 )
-async def _group(session: Session, arg: str) -> Result:
+async def _group(ctx: Context, arg: str) -> Result:
     """Define a group, or list them."""
+    session = ctx.session
     if not arg:
         listed = [f"{name}: {name_ranks(ranks)}" for name, ranks in session.groups.items()]
         return Result(tuple(listed) or ("no groups (:group NAME 0,2-3)",))
@@ -375,7 +369,7 @@ async def _group(session: Session, arg: str) -> Result:
         return Result((f"a group name is a word, not {name!r}",), error=True)
     source, _, row = spec.strip().partition(" ")
     if source == "from-compare":
-        table = session.last_compare
+        table = ctx.last_compare
         if table is None or not row.strip().isdigit() or not 1 <= int(row) <= len(table.rows):
             return Result(
                 ("from-compare ROW: a row number of the last :compare table (1 = first)",), error=True
@@ -383,7 +377,7 @@ async def _group(session: Session, arg: str) -> Result:
         ranks = table.rows[int(row) - 1].ranks
     else:
         ranks = parse_ranks(spec, len(session.ranks), session.groups)
-    session.groups[name] = ranks
+    session.set_group(name, ranks)
     return Result((f"group {name}: {name_ranks(ranks)}",))
 
 
@@ -393,8 +387,9 @@ async def _group(session: Session, arg: str) -> Result:
     usage=":interrupt",
     help="stop the target ranks that run where they stand (like Ctrl-C): a prompt opens at each one's line",
 )
-async def _interrupt(session: Session, arg: str) -> Result:
+async def _interrupt(ctx: Context, arg: str) -> Result:
     """Ask every running target rank to stop at the line it runs (`requests.interrupt`)."""
+    session = ctx.session
     running = [rank for rank in session.live() if not rank.state.at_prompt]
     if not running:
         return Result(("no target rank is running: nothing to interrupt",))
@@ -419,8 +414,9 @@ async def _interrupt(session: Session, arg: str) -> Result:
     usage=":until-collective [!]",
     help="run the target ranks to their next collective; show what each is about to enter, and if they agree",
 )
-async def _until_collective(session: Session, arg: str) -> Result:
+async def _until_collective(ctx: Context, arg: str) -> Result:
     """Run to the next collective and compare it across ranks (behind the divergence guard)."""
+    session = ctx.session
     from ddptui.core.commands.until import until_collective  # it builds on this module's Result
 
     held = guard(session, None, ":until-collective ! runs anyway") if arg != "!" else None
@@ -434,13 +430,14 @@ async def _until_collective(session: Session, arg: str) -> Result:
     usage=":stacks [--all] [RANKS]",
     help="one tree of every target rank's stack, odd branches marked, waits annotated with their collective",
 )
-async def _stacks(session: Session, arg: str) -> Result:
+async def _stacks(ctx: Context, arg: str) -> Result:
     """The merged stack tree (library frames folded unless --all)."""
+    session = ctx.session
     node = await stacks_node(session, arg)
     return Result(tuple(render(node, WIDTH)), stack=node)
 
 
 @command("quit", "q", "exit", usage=":quit", help="end every rank and leave")
-async def _quit(session: Session, arg: str) -> Result:
+async def _quit(ctx: Context, arg: str) -> Result:
     """Ask the front end to end the session."""
     return Result(quit=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ddptui.core.commands.registry import Result
+from ddptui.core.commands.result import Result
 from ddptui.core.diagnosis.collective_records import WORLD, Record
 from ddptui.core.diagnosis.collectives import RankStatus, diagnose
 from ddptui.core.model.state import Phase

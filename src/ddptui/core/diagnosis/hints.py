@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ddptui.core.session.rank import Rank
+
 _TAIL = 64 * 1024
 """Characters read from the end of the text: the failure is at the end, and logs can be long."""
 
@@ -112,3 +114,12 @@ def last_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
     for match in pattern.finditer(text):  # noqa: B007 - the loop only walks to the last one
         pass
     return match
+
+
+def rank_hint(rank: Rank) -> str | None:
+    """Advice for a rank's well-known failure, read from its crash and its last output."""
+    state = rank.state
+    if state.crash is None and not (state.exit_code or 0):
+        return None
+    text = rank.output.tail(1 << 16).decode(errors="replace")
+    return hint_for(text + ("\n" + state.crash.message if state.crash else ""))

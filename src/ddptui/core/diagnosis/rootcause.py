@@ -58,13 +58,6 @@ class Failure:
         return self.state.exit_code in (-signal.SIGTERM, NO_STATUS)  # a launcher ends the others
 
 
-def failed(state: RankState) -> bool:
-    """True for a rank that crashed or exited non-zero on its own (not ended by ddptui)."""
-    if state.crash is not None:
-        return True
-    return bool(state.exit_code) and not state.ended_by_ddptui
-
-
 def root_cause(failures: Sequence[Failure], verdicts: Iterable[Verdict] = ()) -> int | None:
     """The rank whose failure explains the others, or None when nothing failed."""
     ordered = sorted(failures, key=lambda failure: (failure.when, failure.rank))

@@ -173,3 +173,10 @@ class RankState(NamedTuple):
 
 
 _new = tuple.__new__
+
+
+def failed(state: RankState) -> bool:
+    """True for a rank that crashed or exited non-zero on its own (not ended by ddptui)."""
+    if state.crash is not None:
+        return True
+    return bool(state.exit_code) and not state.ended_by_ddptui

@@ -10,64 +10,100 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Protocol
 
 from ddptui.core.model.targets import name_ranks
 from ddptui.core.session import wrap
+from ddptui.core.session.rank import Rank
+from ddptui.core.session.resources import Resources
 from ddptui.core.transport import launch
 from ddptui.core.transport.channel import Connection
+from ddptui.core.transport.interface import RankTransport
 from ddptui.core.transport.linked import LinkedRank
 from ddptui.core.transport.local import SpawnError
-from ddptui.core.transport.logs import SessionLog
 from ddptui.rank.protocol import Hello
 
-if TYPE_CHECKING:
-    from ddptui.core.session.session import Session
+
+class Host(Protocol):
+    """What taking in ranks needs of the session (`Session` is one)."""
+
+    spec: launch.LaunchSpec
+    ranks: list[Rank]
+    resources: Resources
+    on_world: list[Callable[[int], None]]
+
+    def add_rank(self, index: int, transport: RankTransport) -> None:
+        """Track a rank."""
+
+    def open_log(self, nproc: int) -> None:
+        """`--log-dir`: log every rank's output and state changes."""
+
+    def notify(self) -> None:
+        """Wake every coroutine waiting for a change."""
+
+    def log(self, line: str) -> None:
+        """Tell the user something about the session itself."""
+
+    def live(self, targets: Iterable[int] | None = None) -> list[Rank]:
+        """The live ranks among `targets`."""
+
+    def wait_until(self, condition: Callable[[], bool], timeout: float | None = None) -> Awaitable[bool]:
+        """Wait until `condition()` holds; False if `timeout` passed first."""
 
 
 class Arrivals:
     """The job's own launcher, and the ranks that arrive (wrap and listen mode)."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Host) -> None:
         self._session = session
         self._arrived_at: float | None = None
         """When the first rank connected (wrap mode: the others get `wrap.ARRIVAL_GRACE` from then)."""
+        self.launcher: wrap.Launcher | None = None
+        """Wrap mode: the command that launches the job (None for a job ddptui spawns itself)."""
+        self.address: tuple[str, int] | None = None
+        """`ddptui listen`: the TCP address ranks connect to."""
+        self.listen_exports: list[str] = []
+        """`ddptui listen`: the `NAME=value` words that make a job's ranks connect here."""
 
     def start_launcher(self, link: launch.Link) -> None:
         """Run the job's launcher in a pty, with the hook that makes its ranks connect."""
         session = self._session
-        assert session._job is not None
+        job = session.resources.job
+        assert job is not None
         spec = session.spec
         env = wrap.launcher_env(spec, link)
         try:
-            transport = session._job.spawn(list(spec.command), env, spec.cwd, (spec.columns, spec.lines))
+            transport = job.spawn(list(spec.command), env, spec.cwd, (spec.columns, spec.lines))
         except SpawnError as exc:
             raise launch.LaunchError(str(exc)) from None
-        session.launcher = wrap.Launcher(transport, session._notify)
-        session.launcher.on_exit.append(lambda status: self._launcher_exited())
+        self.launcher = wrap.Launcher(transport, session.notify)
+        self.launcher.on_exit.append(lambda status: self._launcher_exited())
 
     async def listen(self, where: tuple[str, int], token: str) -> None:
         """`ddptui listen`: accept ranks over TCP; say the line that makes a job's ranks connect."""
         session = self._session
-        assert session._server is not None
+        server = session.resources.server
+        assert server is not None
         try:
-            session.address = await session._server.listen_tcp(*where)
+            self.address = address = await server.listen_tcp(*where)
         except OSError as exc:  # asyncio words it `error while attempting to bind ...`: say it plainly
             why = os.strerror(exc.errno) if exc.errno else str(exc)
             raise launch.LaunchError(f"cannot listen on {where[0]}:{where[1]}: {why}") from None
         if session.spec.nproc:
             self._world(session.spec.nproc)
-        session.listen_exports = wrap.listen_assignments(session.address, token, session.spec)
+        self.listen_exports = wrap.listen_assignments(address, token, session.spec)
+        line = "export " + " ".join(self.listen_exports)
         if session.spec.env_file:
             try:
-                wrap.write_private(session.spec.env_file, session.listen_line + "\n")
+                wrap.write_private(session.spec.env_file, line + "\n")
             except OSError as exc:
                 raise launch.LaunchError(f"cannot write {session.spec.env_file}: {exc.strerror}") from None
-        host, port = session.address
+        host, port = address
         size = f"{session.spec.nproc} ranks" if session.spec.nproc else "the job's ranks"
         also = f" (also in {session.spec.env_file})" if session.spec.env_file else ""
         session.log(f"listening on {host}:{port} for {size}; in the job's environment on all nodes{also}:")
-        session.log(session.listen_line)
+        session.log(line)
 
     def _launcher_exited(self) -> None:
         """The launcher is gone: ranks that never connected never will."""
@@ -92,18 +128,16 @@ class Arrivals:
         """The job's size is known: a placeholder rank each, until its process connects."""
         session = self._session
         for index in range(size):
-            session._add_rank(index, LinkedRank())
+            session.add_rank(index, LinkedRank())
         if session.spec.log_dir:
-            session._log = SessionLog(session.spec.log_dir, size, on_failure=session.log)
-            session.on_output.append(session._log.output)
-            session.on_state.append(session._log.state)
+            session.open_log(size)
         for callback in session.on_world:
             callback(size)
 
     async def wait_launcher(self, timeout: float = 10.0) -> None:
         """Wrap mode: once no rank is alive, give the launcher `timeout` seconds to exit on its own."""
         session = self._session
-        launcher = session.launcher
+        launcher = self.launcher
         if launcher is not None and not session.live(range(len(session.ranks))):
             await session.wait_until(lambda: not launcher.alive, timeout)
 
@@ -111,12 +145,12 @@ class Arrivals:
         """Wrap mode: wait until the job's ranks connected (at most ARRIVAL_GRACE after the first one),
         or its launcher is gone."""
         session = self._session
-        if session.address is not None:  # ranks come when their job starts: wait for every one
+        if self.address is not None:  # ranks come when their job starts: wait for every one
             await session.wait_until(
                 lambda: bool(session.ranks) and not any(wrap.absent(r) for r in session.ranks)
             )
             return
-        launcher = session.launcher
+        launcher = self.launcher
         if launcher is None:
             return
         await session.wait_until(lambda: not launcher.alive or wrap.arrived(session.ranks, self._arrived_at))

@@ -11,17 +11,41 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ddptui.core.model.state import PAUSED, RUNNING, Frame, Phase, RankState
 from ddptui.core.model.targets import EXECUTION_COMMANDS, format_ranks
-from ddptui.core.session.keys import CLEAR_LINE
+from ddptui.core.session.keys import CLEAR_LINE, PaneKeys
 from ddptui.core.session.rank import Rank
 
-if TYPE_CHECKING:
-    from ddptui.core.session.session import Session
+
+class Stepped(Protocol):
+    """What a broadcast needs of the session (`Session` is one)."""
+
+    ranks: list[Rank]
+    keys: PaneKeys
+
+    @property
+    def watched(self) -> bool:
+        """True while a rank is starting, running or waiting."""
+
+    @property
+    def ticking(self) -> bool:
+        """True while the watchdog ticks (and so wakes the broadcast once a tick)."""
+
+    def live(self, targets: Iterable[int] | None = None) -> list[Rank]:
+        """The live ranks among `targets`."""
+
+    def all_settled(self, ranks: Iterable[Rank]) -> bool:
+        """True when each rank is at its prompt, waiting or gone."""
+
+    def wait_until(self, condition: Callable[[], bool], timeout: float | None = None) -> Awaitable[bool]:
+        """Wait until `condition()` holds; False if `timeout` passed first."""
+
+    def replace_waiting(self) -> Awaitable[None]:
+        """Place the waiting ranks again."""
 
 
 @dataclass
@@ -56,7 +80,7 @@ class Broadcast:
 class Lockstep:
     """The session's broadcasts: one in flight at a time, and which ranks it still waits for."""
 
-    def __init__(self, session: Session, look_every: float) -> None:
+    def __init__(self, session: Stepped, look_every: float) -> None:
         """`look_every`: seconds between looks at every rank a broadcast waits for (a prompt can
         become overdue without a sound); in between, a rank is looked at when it printed or
         changed state (`touch`)."""
@@ -75,6 +99,9 @@ class Lockstep:
         self.while_running: Callable[[], None] | None = None
         """Called once a broadcast's command is on its way to the ranks: a front end's work that
         can be done while they run (`--batch` prints the last step's answers then)."""
+        self.on_step: list[Callable[[], None]] = []
+        """Called after each execution command (`n`, `s`, `c`, ...) once every rank is back: a
+        mismatched collective shows at the step that issued it."""
 
     @property
     def outstanding(self) -> frozenset[int]:
@@ -148,7 +175,8 @@ class Lockstep:
             if command.split()[0] in EXECUTION_COMMANDS:
                 if session.watched:  # after a step, nearly always none: every rank is back at a prompt
                     await session.replace_waiting()
-                session.verdicts.after_step()
+                for hook in self.on_step:
+                    hook()
             return result
         finally:
             turns.done()

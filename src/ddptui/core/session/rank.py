@@ -9,13 +9,11 @@ import re
 import time
 from collections.abc import Callable
 
-from ddptui.core.diagnosis.hints import hint_for
-from ddptui.core.diagnosis.rootcause import failed
 from ddptui.core.model.inner_error import innermost
 from ddptui.core.model.marks import MarkReader
 from ddptui.core.model.output import OutputLog
 from ddptui.core.model.stacks import is_library
-from ddptui.core.model.state import PAUSED, RUNNING, WAITING, Crash, Frame, Phase, RankState
+from ddptui.core.model.state import PAUSED, RUNNING, WAITING, Crash, Frame, Phase, RankState, failed
 from ddptui.core.transport.interface import RankTransport
 from ddptui.rank.protocol import Crashed, Exited, Identity, Message, Paused, Running
 
@@ -109,14 +107,6 @@ class Rank:
             self._set(self.state.running())
         else:
             self._on_change(self)  # who the rank is changed: the views show it
-
-    def hint(self) -> str | None:
-        """Advice for a well-known failure, read from the crash and the rank's last output."""
-        if self.state.crash is None and not (self.state.exit_code or 0):
-            return None
-        crash = self.state.crash
-        text = self.output.tail(1 << 16).decode(errors="replace")
-        return hint_for(text + ("\n" + crash.message if crash else ""))
 
     def on_exit(self, status: int) -> None:
         """Record the exit status (negative: killed by that signal, and where if it was fatal)."""

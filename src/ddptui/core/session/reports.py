@@ -1,5 +1,6 @@
 """What a session leaves in `--log-dir` as it ends, besides each rank's output: the files the
-tools people already use read (torchrun's error files, Flight Recorder dumps), and the collectives."""
+tools people already use read (torchrun's error files, Flight Recorder dumps); each rank's collective
+log is the diagnosis's to keep (`on_release`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from ddptui.core.session.rank import Rank
 from ddptui.core.transport.logs import SessionLog
@@ -24,16 +25,12 @@ def error_file(rank: Rank) -> bytes:
     return json.dumps({"message": {"message": message, "extraInfo": info}}, indent=2).encode()
 
 
-def keep_reports(
-    log: SessionLog, ranks: Iterable[Rank], collectives: Mapping[int, list[object]], state_dir: str
-) -> None:
-    """Into --log-dir: torchrun-style `error-N.json` per failed rank, each rank's collective log
-    as JSON, and the Flight Recorder dumps the ranks left (torchfrtrace reads `fr_trace_rank_N`)."""
+def keep_reports(log: SessionLog, ranks: Iterable[Rank], state_dir: str) -> None:
+    """Into --log-dir: a torchrun-style `error-N.json` per failed rank, and the Flight Recorder
+    dumps the ranks left (torchfrtrace reads `fr_trace_rank_N`)."""
     for rank in ranks:
         if rank.failed_at is not None:
             log.keep(f"error-{rank.index}.json", error_file(rank))
-        if records := collectives.get(rank.index):
-            log.keep(f"collectives-{rank.index}.json", json.dumps(records).encode())
     with contextlib.suppress(OSError):
         for name in sorted(os.listdir(state_dir)):
             if name.startswith("fr_trace_rank_"):

@@ -2,33 +2,29 @@
 (`Lockstep`).
 
 Ranks that connect of their own accord (wrap and listen mode) are taken in by `Arrivals`, stalled
-ranks are marked waiting by the `Watchdog`, and the session's end is `teardown`'s.
+ranks are marked waiting by the `Watchdog`, and the session's end is `teardown`'s. What went wrong
+is not the session's to say: `ddptui.core.diagnosis` listens to it (`on_state`, `on_closing`,
+`on_release`, the lockstep's `on_step`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import os
 import secrets
 import time
-from collections.abc import Callable, Coroutine, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
 
-from ddptui.core.diagnosis.compare import Comparison
-from ddptui.core.diagnosis.ddp_check import UNUSED_ERROR, explain_unused
-from ddptui.core.diagnosis.rootcause import ROOT, Failure, tags
-from ddptui.core.diagnosis.verdicts import VerdictWatch
 from ddptui.core.model.fatal import fatal_site
 from ddptui.core.model.state import RUNNING, STARTING, WAITING, RankState
-from ddptui.core.model.targets import Line, format_ranks, name_ranks, parse_line, parse_ranks
-from ddptui.core.model.text import inert
+from ddptui.core.model.targets import Line, format_ranks, parse_line, parse_ranks
 from ddptui.core.session import teardown, wrap
 from ddptui.core.session.arrivals import Arrivals
 from ddptui.core.session.keys import PaneKeys
 from ddptui.core.session.lockstep import Broadcast, Lockstep, wake
 from ddptui.core.session.rank import Rank
+from ddptui.core.session.resources import Resources
 from ddptui.core.session.watchdog import Watchdog
 from ddptui.core.transport import launch
 from ddptui.core.transport.channel import ChannelServer, Connection
@@ -55,41 +51,42 @@ class Session:
         """Called with lines the user should see: refused connections, logging failures."""
         self.on_world: list[Callable[[int], None]] = []
         """Wrap mode: called once with the world size, right after the ranks exist (as placeholders)."""
-        self.launcher: wrap.Launcher | None = None
-        """Wrap mode: the command that launches the job (None for a job ddptui spawns itself)."""
-        self.address: tuple[str, int] | None = None
-        """`ddptui listen`: the TCP address ranks connect to."""
-        self.listen_exports: list[str] = []
-        """`ddptui listen`: the `NAME=value` words that make a job's ranks connect here."""
+        self.on_closing: list[Callable[[], None]] = []
+        """Called once as the session begins to close, before any rank is ended."""
+        self.on_release: list[Callable[[SessionLog], None]] = []
+        """`--log-dir`: called with the session log just before it closes, to keep reports in it."""
         self.notices: list[str] = []
         self.port = 0
+        self.resources = Resources()
+        """The directory, link server, job, log and tasks the session opens and closes."""
         self.lockstep = Lockstep(self, TICK)
         """Broadcasts to the ranks' debuggers, and the one in flight."""
-        self.keys = PaneKeys(spec.line_editing and spec.starts_ranks, self._spawn_task)
+        self.keys = PaneKeys(spec.line_editing and spec.starts_ranks, self.resources.spawn)
         """Keys typed into the ranks' panes (ranks ddptui starts get readline for them)."""
         self.groups: dict[str, frozenset[int]] = {}
         """Named rank sets (`:group`), usable wherever ranks are named (`@name n`, `:ranks name`)."""
-        self.watches: list[str] = []
-        """Expressions compared across ranks after every step (`:watch`)."""
-        self.last_compare: Comparison | None = None
-        """The last `:compare` table (rank groups can be made from its rows)."""
-        self._dir = ""
         self._mark_key = b""
-        self._server: ChannelServer | None = None
-        self._job: LocalJob | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._changed: list[asyncio.Future[None]] = []
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._closing = False
-        self._watchdog = Watchdog(self, spec.stall_timeout, TICK)
+        self._watchdog = Watchdog(self.ranks, self.resources, self._tick, spec.stall_timeout, TICK)
         """Marks stalled ranks waiting; once it runs, it wakes every waiter once a tick."""
-        self._arrivals = Arrivals(self)
+        self.arrivals = Arrivals(self)
         """Wrap and listen mode: the job's own launcher, and the ranks that connect."""
-        self.verdicts = VerdictWatch(self, self.log)
-        """What the ranks' collectives say went wrong (hangs, deadlocks, mismatches)."""
-        self._log: SessionLog | None = None
-        self._explained = False
-        self._reports: list[asyncio.Future[None]] = []
+
+    @property
+    def launcher(self) -> wrap.Launcher | None:
+        """Wrap mode: the command that launches the job (None for a job ddptui spawns itself)."""
+        return self.arrivals.launcher
+
+    @property
+    def address(self) -> tuple[str, int] | None:
+        """`ddptui listen`: the TCP address ranks connect to."""
+        return self.arrivals.address
+
+    @property
+    def listen_exports(self) -> list[str]:
+        """`ddptui listen`: the `NAME=value` words that make a job's ranks connect here."""
+        return self.arrivals.listen_exports
 
     @property
     def listen_line(self) -> str:
@@ -99,7 +96,12 @@ class Session:
     @property
     def state_dir(self) -> str:
         """The session's private directory (0700): socket, stack dumps."""
-        return self._dir
+        return self.resources.dir
+
+    @property
+    def closing(self) -> bool:
+        """True once the session began to close."""
+        return self.resources.closing
 
     # -- start ------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -110,43 +112,49 @@ class Session:
         self.port = spec.master_port or launch.free_port(spec.master_addr)
         self._loop = asyncio.get_running_loop()
         if spec.log_dir and not spec.command:
-            self._log = SessionLog(spec.log_dir, spec.nproc, on_failure=self.log)
-            self.on_output.append(self._log.output)
-            self.on_state.append(self._log.state)
-        self._dir = launch.private_dir()
+            self.open_log(spec.nproc)
+        held = self.resources
+        held.dir = launch.private_dir()
         token = secrets.token_hex(16)
         self._mark_key = mark_key(token)
-        self._server = ChannelServer(
-            os.path.join(self._dir, launch.SOCKET_NAME), token, self._hello, self.log
-        )
-        await self._server.start()
-        self._job = LocalJob(self._dir, pump=bool(spec.pump))
-        self._job.start(dict(os.environ, PYTHONPATH=launch.python_path(os.environ.get("PYTHONPATH")) or ""))
-        link = launch.Link(self._server.path, self._dir, token)
+        held.server = ChannelServer(os.path.join(held.dir, launch.SOCKET_NAME), token, self._hello, self.log)
+        await held.server.start()
+        held.job = LocalJob(held.dir, pump=bool(spec.pump))
+        held.job.start(dict(os.environ, PYTHONPATH=launch.python_path(os.environ.get("PYTHONPATH")) or ""))
+        link = launch.Link(held.server.path, held.dir, token)
         if spec.listen is not None:
-            await self._arrivals.listen(spec.listen, token)
-            self._spawn_task(self._watchdog.run())
-            return
-        if spec.command:
-            self._arrivals.start_launcher(link)
-            self._spawn_task(self._watchdog.run())
-            return
+            await self.arrivals.listen(spec.listen, token)
+        elif spec.command:
+            self.arrivals.start_launcher(link)
+        else:
+            self._spawn_ranks(held.job, link)
+        held.spawn(self._watchdog.run())
+
+    def _spawn_ranks(self, job: LocalJob, link: launch.Link) -> None:
+        """Spawn every rank of a job ddptui starts itself, each in its own pty."""
+        spec = self.spec
         run_id = spec.run_id or launch.new_run_id()
         for index in range(spec.nproc):
             env = launch.rank_env(spec, index, self.port, run_id, link)
             try:
-                transport = self._job.spawn(spec.argv(), env, spec.cwd, (spec.columns, spec.lines))
+                transport = job.spawn(spec.argv(), env, spec.cwd, (spec.columns, spec.lines))
             except SpawnError as exc:
                 raise launch.LaunchError(str(exc)) from None
-            self._add_rank(index, transport)
-        self._spawn_task(self._watchdog.run())
+            self.add_rank(index, transport)
 
-    def _add_rank(self, index: int, transport: RankTransport) -> None:
+    def open_log(self, nproc: int) -> None:
+        """`--log-dir`: log every rank's output and state changes (once the world size is known)."""
+        assert self.spec.log_dir is not None
+        log = self.resources.log = SessionLog(self.spec.log_dir, nproc, on_failure=self.log)
+        self.on_output.append(log.output)
+        self.on_state.append(log.state)
+
+    def add_rank(self, index: int, transport: RankTransport) -> None:
         """Track a rank: its output, its events, its exit."""
         rank = Rank(index, transport, self._state_changed, self._mark_key)
         self._watchdog.active.add(index)  # starting
         if isinstance(transport, LocalRank):
-            transport.dump_path = os.path.join(self._dir, f"stack-{index}.txt")
+            transport.dump_path = os.path.join(self.resources.dir, f"stack-{index}.txt")
         transport.on_output = functools.partial(self._output, rank)  # a C call: once a rank and step
         transport.on_message = functools.partial(self._message, rank)
         transport.on_exit = lambda status: self._ended(rank, status)
@@ -165,17 +173,17 @@ class Session:
     # -- wrap mode: the job's own launcher, and ranks that arrive (see `Arrivals`) -----------
     async def wait_launcher(self, timeout: float = 10.0) -> None:
         """Wrap mode: once no rank is alive, give the launcher `timeout` seconds to exit on its own."""
-        await self._arrivals.wait_launcher(timeout)
+        await self.arrivals.wait_launcher(timeout)
 
     async def wait_started(self) -> None:
         """Wrap mode: wait until the job's ranks connected (at most ARRIVAL_GRACE after the first one),
         or its launcher is gone."""
-        await self._arrivals.wait_started()
+        await self.arrivals.wait_started()
 
     def _fatal(self, rank: Rank) -> str | None:
         """Show the stack a rank dumped as it died of a fatal signal; say where it died."""
         try:
-            with open(os.path.join(self._dir, f"fatal-{rank.index}.txt"), errors="replace") as dump:
+            with open(os.path.join(self.resources.dir, f"fatal-{rank.index}.txt"), errors="replace") as dump:
                 text = dump.read()
         except OSError:
             return None
@@ -187,7 +195,7 @@ class Session:
     def _hello(self, connection: Connection, hello: Hello) -> bool:
         """Bind an authenticated link to the rank whose process is at the other end."""
         if self.launcher is not None or self.address is not None:
-            return self._arrivals.arrived(connection, hello)
+            return self.arrivals.arrived(connection, hello)
         for rank in self.ranks:
             transport = rank.transport
             if isinstance(transport, LocalRank) and transport.pid == connection.peer_pid:
@@ -230,10 +238,10 @@ class Session:
         for callback in self.on_output:
             callback(rank.index, data)
         if self._changed:
-            self._notify()
+            self.notify()
 
     def _state_changed(self, rank: Rank) -> None:
-        """Tell the front ends, wake the waiters; a rank found waiting or gone gets its collectives read."""
+        """Tell the watchdog and the front ends (and whoever listens: `on_state`), wake the waiters."""
         index, state = rank.index, rank.state
         self.lockstep.touch(index)
         phase, code = state.phase, state.exit_code
@@ -244,14 +252,8 @@ class Session:
             self._watchdog.active.discard(index)
         for callback in self.on_state:
             callback(index, state)
-        if (phase is WAITING or code is not None) and not self._closing:
-            self.verdicts.trigger()
-        crash = state.crash
-        if crash is not None and UNUSED_ERROR in crash.message and not self._explained:
-            self._explained = True  # every rank fails the same way: one rank names the parameters
-            self._reports.append(asyncio.ensure_future(explain_unused(self, rank.index)))
         if self._changed:
-            self._notify()
+            self.notify()
 
     @property
     def watched(self) -> bool:
@@ -263,7 +265,7 @@ class Session:
         """True while the watchdog ticks: it wakes the session's waiters once a tick."""
         return self._watchdog.ticking
 
-    def _notify(self) -> None:
+    def notify(self) -> None:
         """Wake every coroutine waiting for a change."""
         if not self._changed:
             return
@@ -356,49 +358,16 @@ class Session:
         state must not say `in barrier` of a rank that has moved on to wait elsewhere."""
         await self._watchdog.replace_waiting()
 
-    async def settle(self, timeout: float = 10.0) -> None:
-        """Let the findings in progress (verdicts, DDP explanations) be said before the job ends."""
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(timeout):
-                await self.verdicts.settle()
-                if self._reports:
-                    await asyncio.wait(self._reports)
-
-    def summary(self, grouped: bool = False) -> list[str]:
-        """Each rank's last state, the root cause first and tagged, with hints under known failures.
-
-        `grouped`: ranks whose line (and hint) would be the same share one, `ranks 1-4,6-63: ...`,
-        in the place of the first of them (a person reads it; a script wants a line per rank).
-        """
-        failures = [Failure(r.index, r.failed_at, r.state) for r in self.ranks if r.failed_at is not None]
-        marks = tags(failures, self.verdicts.found)
-        first = [r for r in self.ranks if marks.get(r.index) == ROOT]
-        groups: list[tuple[list[int], str, str | None]] = []
-        shared: dict[tuple[str, str | None], list[int]] = {}
-        for rank in first + [r for r in self.ranks if r not in first]:
-            mark = f"  {marks[rank.index]}" if rank.index in marks else ""
-            state = "never connected to ddptui" if wrap.absent(rank) else rank.state.describe()
-            text, hint = f"{inert(state)}{mark}", rank.hint()
-            ranks = shared.get((text, hint)) if grouped else None
-            if ranks is None:
-                ranks = shared[text, hint] = []
-                groups.append((ranks, text, hint))
-            ranks.append(rank.index)
-        lines = []
-        for ranks, text, hint in groups:
-            lines.append(f"{name_ranks(ranks)}: {text}")
-            if hint:
-                lines.append(f"  hint: {hint}")
-        if self.launcher is not None:
-            lines.append(inert(self.launcher.describe()))
-        return lines
-
     def set_targets(self, spec: str) -> str:
         """`:ranks 0,2-3` / `:ranks all`: set the default target; returns a line for the user."""
         if spec.strip():
             ranks = parse_ranks(spec, len(self.ranks), self.groups)
             self.targets = None if len(ranks) == len(self.ranks) else ranks
         return f"target ranks: {'all' if self.targets is None else format_ranks(self.targets)}"
+
+    def set_group(self, name: str, ranks: frozenset[int]) -> None:
+        """`:group NAME RANKS`: name a rank set, usable wherever ranks are named."""
+        self.groups[name] = ranks
 
     def parse(self, line: str) -> Line:
         """Classify a typed line (see `targets.parse_line`)."""
@@ -413,11 +382,10 @@ class Session:
         """Synchronous last resort when the event loop is gone: kill everything, remove files."""
         teardown.kill_now(self)
 
-    def _spawn_task(self, coro: Coroutine[Any, Any, None]) -> None:
-        """Run a background coroutine owned by the session."""
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def _tick(self) -> None:
+        """The watchdog's tick: wake the waiters, and the broadcast in flight looks again."""
+        self.notify()
+        self.lockstep.look()
 
 
 __all__ = ["Session"]

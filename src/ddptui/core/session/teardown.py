@@ -9,27 +9,58 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Protocol
 
 from ddptui.core.session import wrap
+from ddptui.core.session.rank import Rank
 from ddptui.core.session.reports import keep_reports
+from ddptui.core.session.resources import Resources
+from ddptui.core.transport.launch import LaunchSpec
+from ddptui.core.transport.logs import SessionLog
+from ddptui.rank.protocol import Reply
 
-if TYPE_CHECKING:
-    from ddptui.core.session.session import Session
+
+class Ending(Protocol):
+    """What ending a session needs of it (`Session` is one)."""
+
+    spec: LaunchSpec
+    ranks: list[Rank]
+    resources: Resources
+    on_closing: list[Callable[[], None]]
+    on_release: list[Callable[[SessionLog], None]]
+
+    @property
+    def launcher(self) -> wrap.Launcher | None:
+        """Wrap mode: the job's launcher."""
+
+    def live(self, targets: Iterable[int] | None = None) -> list[Rank]:
+        """The live ranks among `targets`."""
+
+    def ask(
+        self, kind: str, args: dict[str, object], targets: Iterable[int], timeout: float = 2.0
+    ) -> Awaitable[dict[int, Reply | str]]:
+        """Ask every target rank at once."""
+
+    def wait_until(self, condition: Callable[[], bool], timeout: float | None = None) -> Awaitable[bool]:
+        """Wait until `condition()` holds; False if `timeout` passed first."""
+
 
 RELEASED = {"continue": "left running, undebugged", "exit": "left to exit: --on-disconnect exit"}
 """How a rank on another node is left when the session ends, per `--on-disconnect`."""
 
 
-async def close(session: Session, grace: float = 0.5) -> None:
+async def close(session: Ending, grace: float = 0.5) -> None:
     """End every rank and everything it started, then remove the session's files."""
-    if session._closing:
+    held = session.resources
+    if held.closing:
         return
-    session._closing = True
-    session.verdicts.cancel()
-    for task in [*session._tasks, *session._reports]:
+    held.closing = True
+    for hook in session.on_closing:
+        hook()
+    for task in held.tasks:
         task.cancel()
-    if session._log is not None:  # the ranks about to be ended leave their collectives for the logs
+    if held.log is not None:  # the ranks about to be ended leave their collectives for the logs
         linked = [r.index for r in session.live(range(len(session.ranks))) if r.transport.linked]
         await session.ask("save_collectives", {}, linked, 3.0)
     released = RELEASED[session.spec.on_disconnect]
@@ -40,46 +71,50 @@ async def close(session: Session, grace: float = 0.5) -> None:
             rank.ending()
     if session.launcher is not None:
         session.launcher.ending()
-    if session._job is not None:
+    if held.job is not None:
         if session.launcher is not None and session.launcher.alive:
             grace = max(grace, wrap.LAUNCHER_GRACE)
-        await asyncio.to_thread(session._job.end, grace)
+        await asyncio.to_thread(held.job.end, grace)
         here = [rank.index for rank in session.ranks if not wrap.remote(rank)]
         await session.wait_until(lambda: not session.live(here), 2.0)
-    if session._server is not None:
-        await session._server.close()
+    if held.server is not None:
+        await held.server.close()
     _close_terminals(session)
     await asyncio.to_thread(_release, session)
 
 
-def kill_now(session: Session) -> None:
+def kill_now(session: Ending) -> None:
     """Synchronous last resort when the event loop is gone: kill everything, remove files."""
-    if session._closing and session._job is None:
+    held = session.resources
+    if held.closing and held.job is None:
         return
-    session._closing = True
-    if session._job is not None:
-        session._job.end(0.0)
+    held.closing = True
+    if held.job is not None:
+        held.job.end(0.0)
     with contextlib.suppress(RuntimeError):  # the loop may be closed already
         _close_terminals(session)
     _release(session)
 
 
-def _close_terminals(session: Session) -> None:
+def _close_terminals(session: Ending) -> None:
     """Stop reading every rank's terminal and close it."""
-    if session._job is not None:
-        for transport in session._job.ranks:
+    if session.resources.job is not None:
+        for transport in session.resources.job.ranks:
             transport.close()
 
 
-def _release(session: Session) -> None:
+def _release(session: Ending) -> None:
     """Stop the watchdog, keep the reports, remove the session's files, close the logs (blocking)."""
-    if session._log is not None:
-        keep_reports(session._log, session.ranks, session.verdicts.raw, session._dir)
-    if session._job is not None:
-        session._job.release()
-        session._job = None
-    if session._dir:
-        shutil.rmtree(session._dir, ignore_errors=True)
-    if session._log is not None:
-        session._log.close()
-        session._log = None
+    held = session.resources
+    if held.log is not None:
+        for keep in session.on_release:
+            keep(held.log)
+        keep_reports(held.log, session.ranks, held.dir)
+    if held.job is not None:
+        held.job.release()
+        held.job = None
+    if held.dir:
+        shutil.rmtree(held.dir, ignore_errors=True)
+    if held.log is not None:
+        held.log.close()
+        held.log = None

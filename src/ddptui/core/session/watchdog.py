@@ -9,21 +9,31 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from ddptui.core.model.state import Phase
+from ddptui.core.session.rank import Rank
+from ddptui.core.session.resources import Resources
 from ddptui.core.session.stalls import IDLE_WINDOW, StallWatch
 from ddptui.core.transport.linked import LinkedRank
-
-if TYPE_CHECKING:
-    from ddptui.core.session.session import Session
 
 
 class Watchdog:
     """The session's stall checks, every `tick` seconds while the session is open."""
 
-    def __init__(self, session: Session, stall_timeout: float, tick: float) -> None:
-        self._session = session
+    def __init__(
+        self,
+        ranks: list[Rank],
+        resources: Resources,
+        wake: Callable[[], None],
+        stall_timeout: float,
+        tick: float,
+    ) -> None:
+        """`ranks` is the session's own list (ranks that arrive later are in it); `wake` wakes the
+        session's waiters and its broadcast in flight."""
+        self._ranks = ranks
+        self._resources = resources
+        self._wake = wake
         self._tick = tick
         self.stalls = StallWatch(stall_timeout)
         self.ticking = False
@@ -33,36 +43,33 @@ class Watchdog:
 
     async def run(self) -> None:
         """Mark stalled ranks waiting (see `StallWatch`); a waiting rank using CPU runs again."""
-        session = self._session
-        assert session._job is not None
+        resources, ranks = self._resources, self._ranks
         sampled = 0.0
         self.ticking = True
         try:
-            while not session._closing:
+            while not resources.closing:
                 now = time.monotonic()
-                active = [session.ranks[i] for i in self.active]  # none while every rank is paused
+                active = [ranks[i] for i in self.active]  # none while every rank is paused
                 if now - sampled >= IDLE_WINDOW and active:
                     sampled = now
                     if any(self.stalls.watched(rank, now) for rank in active):
                         await self._scan()
-                    for rank in self.stalls.sample(session.ranks, time.monotonic()):
+                    for rank in self.stalls.sample(ranks, time.monotonic()):
                         rank.resumed()
                 for rank in active:
                     if self.stalls.due(rank, now):
-                        session._spawn_task(self.stalls.mark_waiting(rank))
-                session._notify()
-                session.lockstep.look()
+                        resources.spawn(self.stalls.mark_waiting(rank))
+                self._wake()
                 await asyncio.sleep(self._tick)
         finally:
             self.ticking = False
-            session.lockstep.look()  # a broadcast waiting on the ticks keeps time on its own now
+            self._wake()  # a broadcast waiting on the ticks keeps time on its own now
 
     async def _scan(self) -> None:
         """Sample the process table on a thread (never on the loop); meanwhile the waiters keep
         time with timers of their own, as this scan can outlast a tick."""
         self.ticking = False
-        self._session._notify()
-        self._session.lockstep.look()
+        self._wake()
         try:
             await asyncio.to_thread(self._sample)
         finally:
@@ -70,17 +77,17 @@ class Watchdog:
 
     def _sample(self) -> None:
         """CPU samples of every rank's process tree, spawned or linked (blocking)."""
-        session = self._session
-        assert session._job is not None
-        session._job.sample()
-        for rank in session.ranks:
+        job = self._resources.job
+        assert job is not None
+        job.sample()
+        for rank in self._ranks:
             if isinstance(rank.transport, LinkedRank):
                 rank.transport.sample()
 
     async def replace_waiting(self) -> None:
         """Place the waiting ranks again: the ranks just stepped may have released them, and a
         state must not say `in barrier` of a rank that has moved on to wait elsewhere."""
-        ranks = self._session.ranks  # the active ones only: after a step, usually none
+        ranks = self._ranks  # the active ones only: after a step, usually none
         waiting = [ranks[i] for i in self.active if ranks[i].state.phase is Phase.WAITING]
         if waiting:
             await asyncio.gather(*(self.stalls.mark_waiting(rank) for rank in waiting))

@@ -1,0 +1,104 @@
+"""`Findings`: what went wrong in a session, found as it runs, and the summary that says it.
+
+A session does not diagnose itself: `Findings` listens to it. A rank found waiting or gone, and
+each lockstep step, start a check of every rank's collectives (`VerdictWatch`); torch's DDP error
+that names no parameter gets the parameters named; at the end, each rank's last state is said with
+the root cause first and hints under well-known failures, and each rank's collective log is kept
+in `--log-dir`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+
+from ddptui.core.diagnosis.ddp_check import UNUSED_ERROR, explain_unused
+from ddptui.core.diagnosis.hints import rank_hint
+from ddptui.core.diagnosis.rootcause import ROOT, Failure, tags
+from ddptui.core.diagnosis.verdicts import VerdictWatch
+from ddptui.core.model.state import WAITING, RankState
+from ddptui.core.model.targets import name_ranks
+from ddptui.core.model.text import inert
+from ddptui.core.session import wrap
+from ddptui.core.session.session import Session
+from ddptui.core.transport.logs import SessionLog
+
+
+class Findings:
+    """The verdicts and explanations found in one session; created once per session, by its front end."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.verdicts = VerdictWatch(session, session.log)
+        """What the ranks' collectives say went wrong (hangs, deadlocks, mismatches)."""
+        self._explained = False
+        self._reports: list[asyncio.Future[None]] = []
+        session.on_state.append(self._state_changed)
+        session.lockstep.on_step.append(self.verdicts.after_step)
+        session.on_closing.append(self._closing)
+        session.on_release.append(self._keep_collectives)
+
+    def _state_changed(self, index: int, state: RankState) -> None:
+        """A rank found waiting or gone gets the collectives read; DDP's unnamed parameters named."""
+        if (state.phase is WAITING or state.exit_code is not None) and not self.session.closing:
+            self.verdicts.trigger()
+        crash = state.crash
+        if crash is not None and UNUSED_ERROR in crash.message and not self._explained:
+            self._explained = True  # every rank fails the same way: one rank names the parameters
+            self._reports.append(asyncio.ensure_future(explain_unused(self.session, index)))
+
+    def _closing(self) -> None:
+        """The session is closing: stop the checks and explanations in progress."""
+        self.verdicts.cancel()
+        for report in self._reports:
+            report.cancel()
+
+    def _keep_collectives(self, log: SessionLog) -> None:
+        """Into --log-dir: each rank's collective log as JSON."""
+        for index, records in self.verdicts.raw.items():
+            if records:
+                log.keep(f"collectives-{index}.json", json.dumps(records).encode())
+
+    async def settle(self, timeout: float = 10.0) -> None:
+        """Let the findings in progress (verdicts, DDP explanations) be said before the job ends."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self.verdicts.settle()
+                if self._reports:
+                    await asyncio.wait(self._reports)
+
+    @property
+    def mismatched(self) -> bool:
+        """True once a collective was found to differ across ranks."""
+        return self.verdicts.mismatched
+
+    def summary(self, grouped: bool = False) -> list[str]:
+        """Each rank's last state, the root cause first and tagged, with hints under known failures.
+
+        `grouped`: ranks whose line (and hint) would be the same share one, `ranks 1-4,6-63: ...`,
+        in the place of the first of them (a person reads it; a script wants a line per rank).
+        """
+        ranks = self.session.ranks
+        failures = [Failure(r.index, r.failed_at, r.state) for r in ranks if r.failed_at is not None]
+        marks = tags(failures, self.verdicts.found)
+        first = [r for r in ranks if marks.get(r.index) == ROOT]
+        groups: list[tuple[list[int], str, str | None]] = []
+        shared: dict[tuple[str, str | None], list[int]] = {}
+        for rank in first + [r for r in ranks if r not in first]:
+            mark = f"  {marks[rank.index]}" if rank.index in marks else ""
+            state = "never connected to ddptui" if wrap.absent(rank) else rank.state.describe()
+            text, hint = f"{inert(state)}{mark}", rank_hint(rank)
+            same = shared.get((text, hint)) if grouped else None
+            if same is None:
+                same = shared[text, hint] = []
+                groups.append((same, text, hint))
+            same.append(rank.index)
+        lines = []
+        for indices, text, hint in groups:
+            lines.append(f"{name_ranks(indices)}: {text}")
+            if hint:
+                lines.append(f"  hint: {hint}")
+        if self.session.launcher is not None:
+            lines.append(inert(self.session.launcher.describe()))
+        return lines
