@@ -207,7 +207,7 @@ SAMPLES = {"drain": {"drains", "drain_s"}, "screen": {"screen_ms"}, "writing": {
 
 
 def flood_figure(data: Any, side: str, what: str) -> float | None:
-    """A figure of one side of a ui_flood.py JSON, found by name (its JSON format is new).
+    """A figure of one side of a ui_flood.py JSON, found by name wherever the JSON keeps it.
 
     `what`: drain_median / drain_max (s), screen_p50 / screen_p99 (ms), writing_p99 (ms: the keys
     typed while ranks wrote). Takes a summary figure whose key names it (`drain` + `median`/`max`,

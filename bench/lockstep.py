@@ -76,8 +76,8 @@ WARMUP = 3
 STEPS = 40
 STEP_BUDGET = 1600
 """Timed steps per way: STEP_BUDGET / N, at least STEPS. Forty 4-rank steps are 8 ms of a way's
-time, which one scheduling hiccup moves by a third (two ways alike, 1.00 and 1.58x, in one run);
-a way gets at least 400 of them."""
+time, which one scheduling hiccup can move by a third (two ways that are the same code can then
+differ by half); a way gets at least 400 of them."""
 BLOCK = 5
 TURN_WARMUP = 2
 """Untimed steps at the start of each block: a way's first steps after the others' turn are

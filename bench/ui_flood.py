@@ -47,8 +47,8 @@ it, a rank that drains slowly is blocked on a full pty (a Linux pty holds about 
 
 Below the table, the ddptui event loop's time in the window by callback (the bench times these
 methods on their classes): the compositor's screen updates (layouts and, inside them, encoding
-frames for the terminal), the panes' emulation frames, the core's pty reads (`--no-pump`: the old
-way, ptys read on the loop) or its takes from the pump's rings (the default), and full garbage
+frames for the terminal), the panes' emulation frames, the core's pty reads (`--no-pump`: ptys
+read on the loop, for comparison) or its takes from the pump's rings (the default), and full garbage
 collections; wall time and the loop thread's CPU time (on a loaded machine the difference is
 time spent waiting for a core, or in a pty read waiting for the tty's locks). A key waits behind
 whatever runs on the loop, so the longest calls there bound what p99 can be.

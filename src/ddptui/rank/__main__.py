@@ -60,9 +60,9 @@ _signal_thread = threading.Thread(target=_take_signals, name="ddptui-signals", d
 def stop_stack_dumps() -> None:
     """At exit: no more dumps, and no thread left that takes SIGUSR1 (it stays pending).
 
-    A dump the core asked for as a rank was exiting (it asks when a rank goes quiet) killed the
-    rank after its work was done, as if it had failed: with SIGUSR1, once Python's finalization
-    had put its default action back, or with SIGSEGV, dumping threads being torn down.
+    A dump the core asks for as a rank exits (it asks when a rank goes quiet) would otherwise kill
+    the rank after its work is done, as if it had failed: with SIGUSR1, once Python's finalization
+    has put its default action back, or with SIGSEGV, dumping threads being torn down.
     """
     signal.signal(signal.SIGUSR1, signal.SIG_IGN)
     _signals_end.set()

@@ -26,8 +26,8 @@ EDIT_WAIT = 1.0
 
 _lock = threading.Lock()
 """Guards the two below and `_answers`: a plain `Lock`, taken twice a step on the main thread (a
-`Condition`'s Python-level enter, exit and notify took 3 µs a step warm, five times that on cold
-caches with 16 ranks on 2 cores)."""
+`Condition`'s enter, exit and notify are Python code, which every step would pay, on cold caches
+when many ranks share few cores)."""
 _wanted = False
 """The core asked for line editing, for the prompt that is open or the next one."""
 _reading = ""

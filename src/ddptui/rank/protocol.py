@@ -224,8 +224,8 @@ class Paused(Message):
 @functools.lru_cache(maxsize=1024)
 def paused_line(file: str, line: int, func: str, post_mortem: bool, depth: int) -> bytes:
     """A `Paused`'s line, formatted directly: a rank sends one every step, with its caches cold,
-    and building it through dataclasses and `json.dumps` cost a quarter of a RankPdb step. Kept:
-    a loop stops at the same few lines again and again."""
+    and building it through dataclasses and `json.dumps` would be a large share of a RankPdb step.
+    Kept: a loop stops at the same few lines again and again."""
     return (
         f'{{"k":"paused","frame":[{_quoted(file)},{line or 0:d},{_quoted(func)}],'
         f'"post_mortem":{"true" if post_mortem else "false"},"depth":{depth:d}}}\n'

@@ -294,7 +294,7 @@ class TermScreen:
 
     def _feeds(self, end: int, most: int) -> int:
         """How many line feeds come before `end`, counted up to `most` (all a skip needs to know:
-        more cannot scroll the screen further; counting every one was 3 ms an 8 MiB flood)."""
+        more cannot scroll the screen further, and counting every one would scan a whole flood)."""
         pending, count = self._pending, 0
         while count < most and (end := pending.rfind(b"\n", 0, end)) >= 0:
             count += 1
@@ -304,7 +304,7 @@ class TermScreen:
         """Where the last SGR before `end` that resets every attribute starts (0 if none does)."""
         pending = self._pending
         # Each later search only looks after the reset found so far: a form the output never uses
-        # was a scan of the whole backlog per skip (a quarter of a flood's skipping).
+        # would otherwise cost a scan of the whole backlog on every skip.
         if pending.rfind(b"\x1b", 0, end) < 0:
             return 0  # plain text: none of the searches below would find anything
         start = max(pending.rfind(b"\x1b[0m", 0, end), 0)

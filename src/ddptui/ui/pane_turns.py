@@ -19,8 +19,8 @@ class PaneTurns:
 
     FLOOD_SLOT = 0.02
     """Seconds between two flood repaints of any panes: each redraws a whole pane (every line
-    scrolled), and several in one screen update stall the app (7-8 panes in one took 30-40 ms
-    of CPU in bench/ui_flood.py), so they take turns, about one per screen update."""
+    scrolled), and several in one screen update stall the app (each costs milliseconds of CPU: see
+    `KEY_QUIET`), so they take turns, about one per screen update."""
 
     KEY_QUIET = 0.1
     """Seconds after a key during a flood in which no pane redraws whole (a flood repaint, or a
@@ -36,7 +36,7 @@ class PaneTurns:
     BACKFILL_SLOT = 0.012
     """Seconds between two backfill steps of any panes: they take turns, so re-emulating eight
     floods (half a second of CPU each on a slow core) keeps a third of the loop at most, instead
-    of every pane's frame taking its budget back to back (a key then waited 40 ms for them)."""
+    of every pane's frame taking its budget back to back (a key would wait for all of them)."""
 
     def __init__(self) -> None:
         self.next_flood = 0.0
@@ -60,7 +60,7 @@ class PaneTurns:
         may repaint its flood now: its interval is over and no other pane's turn or key holds the
         repaints back; or keys hold them, but its rank has been quiet for `FLOOD_REPAINT` and no
         pane repainted in the last `FLOOD_SLOT`. The flood is over: its last screen is shown once,
-        not a pane every `KEY_QUIET_MAX` (eight panes took 4 s to show theirs while keys came)."""
+        not a pane every `KEY_QUIET_MAX` (while keys come, eight panes would take eight of those)."""
         if now - painted < self.FLOOD_REPAINT:
             return False
         if now >= self.next_flood:

@@ -18,8 +18,8 @@ MAX_LINE = 1 << 16
 _AHEAD = 64  # hand-offs read ahead of the batch: `yes n | ddptui --batch -` must not fill memory
 _CHUNK = 256
 """Lines a regular file hands over at once. Each hand-off wakes the loop and the reading thread
-once, which cost a 4-rank lockstep step about a tenth of its time when every line was one; a pipe
-still hands over each line as it comes (a person or a program may be typing it)."""
+once, a cost a small job's lockstep step would feel if every line were a hand-off of its own; a
+pipe still hands over each line as it comes (a person or a program may be typing it)."""
 
 _Item = list[str] | BaseException | None  # lines, why reading stopped, or None at the end
 

@@ -70,7 +70,7 @@ class RankState(NamedTuple):
     """One rank's state; replaced, never mutated, so views can compare old and new.
 
     A named tuple, not a frozen dataclass: a lockstep step makes two per rank, and a frozen
-    dataclass's `__init__` (a `object.__setattr__` per field) was a tenth of the core's work.
+    dataclass's `__init__` (a `object.__setattr__` per field) costs far more than a tuple's.
     """
 
     phase: Phase = Phase.STARTING

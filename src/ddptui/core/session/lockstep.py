@@ -232,8 +232,8 @@ class Lockstep:
 
 class Turns:
     """One broadcast at a time, first come first served, as an `asyncio.Lock` would, but without
-    a coroutine made while no broadcast is in flight (nearly always: a lock's two cost a 1-rank
-    step 6 % of its work).
+    a coroutine made while no broadcast is in flight (nearly always: a lock would make two a
+    broadcast, paid on every step, a 1-rank job's too).
 
     `if not turns.take(): await turns.wait()`, then `turns.done()` once finished.
     """

@@ -3,10 +3,8 @@
 The app's event loop and the pty pump (`ddptui.core.transport.pump`) hand bytes to each other all the time a
 rank prints. Placed by the scheduler, each takes a CPU of its own and preempts the ranks there; on
 one CPU they take turns, the scheduler moves the ranks to the others, and the loop waits less for a
-CPU. bench/ui_flood.py on 2 CPUs: one rank printing 8 MiB drained in 0.27 s with the two placed
-freely (median of 10 alternating runs), 0.23 s with both on one CPU (0.27 s with either one alone
-pinned); eight ranks: key → screen p99 while they printed 38-46 ms free, 24-27 ms on one CPU, the
-ranks drained about 10 % slower (0.68-0.74x tmux's time instead of 0.63-0.66x).
+CPU: a lone flooding rank drains sooner and keys reach the screen sooner while ranks print, and
+eight flooding ranks drain a little slower (`bench/ui_flood.py` times all three, pinned).
 
 The event loop's thread is pinned before the pump starts (which inherits the CPU), and gets its set
 of CPUs back when the last job that pinned it ends (what it starts meanwhile shares the CPU:

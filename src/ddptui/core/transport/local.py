@@ -32,15 +32,15 @@ from ddptui.core.transport.usage import ProcessTable
 from ddptui.rank.protocol import STATE_DIR_ENV, Message
 
 READ_CAP = 1 << 14
-"""Bytes read from one pty per wake-up at most, so flooding ranks cannot starve the loop: a key
-waits behind every ready pty's reads (at 256 KiB, 8 flooding ranks made one loop pass last tens
-of ms; at 16 KiB bench/ui_flood.py's key p99 went from ~250 to ~95 ms, ranks still draining
-about as fast as under tmux)."""
+"""Bytes read from one pty per wake-up at most (ptys read on the loop, without the pump), so
+flooding ranks cannot starve the loop: a key waits behind every ready pty's reads, and a larger
+cap makes a pass over eight flooding ranks many times longer. At this size the ranks still drain
+about as fast as under tmux (`bench/ui_flood.py --no-pump`)."""
 TAKE_CAP = 1 << 13
 """Bytes taken from one rank's ring per turn at most. The copy is cheap; what the UI does with
-the bytes is not (a pane's skip-ahead emulates inside `feed`). bench/ui_flood.py (8 ranks x 8 MiB,
-3 runs each of 2 rounds) gave key p99 46-55 ms at 8 KiB, 47-86 ms at 16 KiB, 111-154 ms at 64 KiB
-(without turns): ranks that a full ring holds back drained about as fast as under tmux with each."""
+the bytes is not (a pane's skip-ahead emulates inside `feed`): a larger take makes a key wait
+longer during a flood, and a smaller one does not slow the ranks, which a full ring holds back
+(`bench/ui_flood.py`: drain against tmux, key p99)."""
 EXIT_FLUSH = 2.0
 """Seconds an exited rank waits for the pump to drain its pty (a child of the rank may hold the
 terminal open, and write, forever)."""

@@ -1,8 +1,8 @@
 """The pty pump: a small process that drains the ranks' terminals into shared rings.
 
 Reading a pty from the UI process ties a rank's output speed to the UI's event loop, and every
-read wakes the blocked writer, which then preempts the UI on a small machine (bench/ui_flood.py:
-two thirds of the loop's flood time went to pty reads, less than half of it on the CPU). The pump
+read wakes the blocked writer, which then preempts the UI on a small machine (`bench/ui_flood.py
+--no-pump`: about two thirds of the loop's flood time goes to pty reads, under half on the CPU). The pump
 reads every pty as soon as it has bytes, into a ring per rank in shared memory (a memfd, mapped
 by both processes), and wakes ddptui through one socket only when there is news and ddptui took
 the last wake-up: the UI loop gets one wake-up per pass over every rank, and each take is a
@@ -42,9 +42,9 @@ WRITTEN, TAKEN, CLOSED, FLUSHED = range(4)
 """Slots: bytes the pump wrote (ever), bytes ddptui took (ever), the pump read EOF, the pump
 drained the pty after an `F` request."""
 RING_SIZE = 1 << 20
-"""Bytes a ring holds: a flooding rank runs this far ahead of the UI before it blocks. 4 MiB let
-bench/ui_flood.py's ranks drain ~20 % faster but doubled key p99 (unthrottled writers take the
-UI's CPU on a 2-core machine)."""
+"""Bytes a ring holds: a flooding rank runs this far ahead of the UI before it blocks. A larger ring
+lets ranks drain faster but makes keys wait longer: unthrottled writers take the UI's CPU on a
+2-core machine (`bench/ui_flood.py` times both)."""
 PASS_CAP = 1 << 16
 """Bytes the pump reads from one pty per pass, so one rank cannot delay the others' wake-ups."""
 PTY_CHUNK = 4095
@@ -368,11 +368,11 @@ class Pump:
     def _take_turns(self) -> None:
         """Ranks take in turn for at most TURN_BUDGET; the rest after whatever else waits (keys).
 
-        A pane's take may emulate (its skip-ahead): eight in one callback once held a key 14 ms.
-        A rank whose ring still holds bytes takes again in the next round, a callback of its own
-        (what else waits, keys, runs in between): the pump is asked for a new wake-up (`K`) only
-        once every ring is empty. (One take a wake-up tied a flood to the round trip, 8 KiB per
-        `K` and `W`: 8 ranks drained 1.8x slower.)
+        A pane's take may emulate (its skip-ahead), so eight takes in one callback would hold a key
+        behind all of them. A rank whose ring still holds bytes takes again in the next round, a
+        callback of its own (what else waits, keys, runs in between): the pump is asked for a new
+        wake-up (`K`) only once every ring is empty, so a flood's pace is not the round trip's (one
+        take a wake-up would move 8 KiB per `K` and `W`).
         """
         deadline = time.perf_counter() + TURN_BUDGET
         again: list[int] = []

@@ -18,8 +18,8 @@ PROC_SELF = "/proc/self/stat"
 class ProcessTable:
     """One pass over every process: parent links, CPU seconds, activity, start time.
 
-    Per-rank `children(recursive=True)` reads the whole table once per rank: at 256 ranks that
-    was 1.5 s of CPU every sample. One pass serves every rank.
+    Per-rank `children(recursive=True)` reads the whole table once per rank, a cost that grows
+    with the square of the job's size every sample. One pass serves every rank.
     """
 
     def __init__(self) -> None:
@@ -38,9 +38,9 @@ class ProcessTable:
             self.children.setdefault(got["ppid"], []).append(process.pid)
 
     def _read_proc(self) -> None:
-        """The table from `/proc/PID/stat`, one read a process: psutil's `process_iter` took three
-        times as long (objects, checks, several reads), every half second while ranks run or
-        wait: 5-8 % of a core with 255 ranks waiting."""
+        """The table from `/proc/PID/stat`, one read a process: psutil's `process_iter` makes an
+        object, runs checks and does several reads a process, and the table is read every half
+        second while ranks run or wait."""
         tick, boot = float(os.sysconf("SC_CLK_TCK")), psutil.boot_time()
         for name in os.listdir("/proc"):
             if not name.isdigit():
