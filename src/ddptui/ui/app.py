@@ -12,10 +12,11 @@ import signal
 import sys
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import ClassVar
 
 from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.containers import Grid
 from textual.screen import Screen
 
@@ -26,7 +27,7 @@ from ddptui.core.session.session import Session
 from ddptui.core.session.wrap import fold_exports
 from ddptui.core.transport.launch import LaunchError, check_port
 from ddptui.core.transport.pump import ORDERED_STORES
-from ddptui.ui import palette
+from ddptui.ui import actions
 from ddptui.ui.colon_typing import ColonTyping
 from ddptui.ui.command_bar import CommandBar
 from ddptui.ui.command_line import CommandLine
@@ -53,21 +54,7 @@ class DdptuiApp(App[int]):
 
     CSS_PATH = ["app.tcss", "rank_pane.tcss"]
     TITLE = "ddptui"
-    BINDINGS = [
-        Binding("f2", "toggle_broadcast", "Broadcast/typing", priority=True),
-        Binding("f10", "step('n')", "Next (n)", priority=True),
-        Binding("f11", "step('s')", "Step (s)", priority=True),
-        Binding("shift+f11", "step('r')", "Return (r)", priority=True),
-        Binding("f5", "step('c')", "Continue (c)", priority=True),
-        Binding("f7", "until_collective", "To next collective", priority=True),
-        Binding("f8", "skip", "Skip this breakpoint()", priority=True),
-        Binding("f12", "interrupt", "Interrupt", priority=True),
-        Binding("f3", "focus_rank(-1)", "Prev rank", priority=True),
-        Binding("f4", "focus_rank(1)", "Next rank", priority=True),
-        Binding("f6", "focus_rank(1, True)", "Crashed rank", priority=True),
-        Binding("f9", "focus_grid", "State grid", show=False, priority=True),
-        Binding("ctrl+q", "quit", "Quit", priority=True),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = actions.bindings()
 
     def __init__(self, session: Session, grid_threshold: int = GRID_THRESHOLD) -> None:
         """Show `session`, which the app starts (its ranks are spawned once the panes have a size).
@@ -355,9 +342,9 @@ class DdptuiApp(App[int]):
         self.exit(exit_status([rank.state for rank in self.session.ranks]))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:  # type: ignore[type-arg]
-        """Every binding in the command palette too."""
-        yield from super().get_system_commands(screen)
-        yield from palette.binding_commands(self)
+        """Textual's commands, then every key of the app (Textual's `Quit` is ours, with its key)."""
+        yield from (command for command in super().get_system_commands(screen) if command.title != "Quit")
+        yield from actions.palette_commands(self.run_action)
 
 
 def run_app(session: Session) -> int:

@@ -13,17 +13,13 @@ from ddptui.core.commands import registry as commands
 from ddptui.core.model.answers import answer_lines, tagged
 from ddptui.core.model.targets import Line, TargetError, name_ranks
 from ddptui.core.session.lockstep import Broadcast
+from ddptui.ui.actions import help_line
 
 if TYPE_CHECKING:
     from ddptui.ui.app import DdptuiApp
 
 ANSWER_LINES = 12
 """Lines of a broadcast's answers shown in the command log at most (the panes have them all)."""
-KEYS = (
-    "F2 broadcast/typing · F10 n · F11 s · Shift+F11 r · F5 c · F12 :interrupt · F8 :skip · "
-    "F3/F4 previous/next rank · "
-    "Ctrl+Q quit"
-)
 
 
 class CommandLine:
@@ -55,7 +51,7 @@ class CommandLine:
         if result.stack is not None:
             app.watch_panel.show_stack(result.stack)
         if text.split(" ", 1)[0] in ("help", "h", "?"):
-            app.command_log.show(commands.Result((f"keys: {KEYS}",)))
+            app.command_log.show(commands.Result((f"keys: {help_line()}",)))
         targets = app.session.targets
         app.command_bar.target = "all" if targets is None else name_ranks(targets)
         if result.quit:
