@@ -82,7 +82,7 @@ class DdptuiApp(App[int]):
         self.command_bar = CommandBar()
         self._quitting = False
         self._rank_states = RankStates(self)
-        self._typing = ColonTyping(self)
+        self._typing = ColonTyping(self.command_bar, self._fresh_prompt, session.send_input)
         self._command_line = CommandLine(self)
 
     # -- layout -----------------------------------------------------------------------------
@@ -217,6 +217,11 @@ class DdptuiApp(App[int]):
         line (pdb takes no line that starts with `:`); once it is entered, typing comes back here.
         """
         self._typing.pane_input(event.rank, event.data)
+
+    def _fresh_prompt(self, rank: int) -> bool:
+        """`rank` stands at its pdb prompt and nothing was typed since the prompt was shown."""
+        ranks = self.session.ranks
+        return rank < len(ranks) and ranks[rank].state.at_prompt and ranks[rank].prompt_shown()
 
     def on_rank_pane_resized(self, event: RankPane.Resized) -> None:
         """A pane's size is its rank's terminal size."""
