@@ -83,7 +83,7 @@ class DdptuiApp(App[int]):
         self._quitting = False
         self._rank_states = RankStates(self)
         self._typing = ColonTyping(self.command_bar, self._fresh_prompt, session.send_input)
-        self._command_line = CommandLine(self)
+        self._command_line = CommandLine(session, self.command_log, self.watch_panel, self.command_bar)
 
     # -- layout -----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -248,17 +248,25 @@ class DdptuiApp(App[int]):
         pane, self._typing.typed_from = self._typing.typed_from, None
         if pane is not None and pane in self.shown:
             self.pane(pane).focus()
-        self._command_line.run_line(event.line.strip())
+        line = self._command_line.parse(event.line.strip())
+        if line is None:
+            return
+        if line.kind == "ddptui":
+            self.ddptui_command(line.text)
+        elif line.kind == "pdb":
+            self.broadcast(line)
 
     @work(group="commands")
     async def ddptui_command(self, text: str) -> None:
-        """Run a `:` command and show its result in the command log."""
-        await self._command_line.ddptui_command(text)
+        """Run a `:` command and show its result in the command log (`:quit` asks to quit)."""
+        if (await self._command_line.ddptui_command(text)).quit:
+            self.action_quit()
 
     @work(group="broadcast")
     async def broadcast(self, line: Line) -> None:
         """Send a pdb command to the target ranks in lockstep (queued behind one in flight)."""
-        await self._command_line.broadcast(line)
+        if not self._quitting:
+            await self._command_line.broadcast(line)
 
     # -- actions ----------------------------------------------------------------------------
     def action_step(self, command: str) -> None:
