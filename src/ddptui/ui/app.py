@@ -22,18 +22,19 @@ from textual.screen import Screen
 
 from ddptui.core.commands import registry as commands
 from ddptui.core.commands.batch import exit_status
+from ddptui.core.model.state import RankState
 from ddptui.core.model.targets import Line, format_ranks, name_ranks
 from ddptui.core.session.session import Session
 from ddptui.core.session.wrap import fold_exports
 from ddptui.core.transport.launch import LaunchError, check_port
 from ddptui.core.transport.pump import ORDERED_STORES
-from ddptui.ui import actions
+from ddptui.ui import actions, messages
 from ddptui.ui.colon_typing import ColonTyping
 from ddptui.ui.command_bar import CommandBar
 from ddptui.ui.command_line import CommandLine
 from ddptui.ui.command_log import CommandLog
 from ddptui.ui.keys_footer import KeysFooter
-from ddptui.ui.pane_pages import PAGE_SIZE, PanePages, grid_shape, new_panes
+from ddptui.ui.pane_pages import PAGE_SIZE, PanePages, dress_pane, grid_shape, new_panes
 from ddptui.ui.pane_turns import TURNS
 from ddptui.ui.quit_screen import QuitScreen
 from ddptui.ui.rank_bar import RankBar
@@ -81,7 +82,7 @@ class DdptuiApp(App[int]):
         self.watch_panel = WatchPanel()
         self.command_bar = CommandBar()
         self._quitting = False
-        self._rank_states = RankStates(self)
+        self._rank_states = RankStates(session, self.rank_bar, self.post_message, self.set_timer)
         self._typing = ColonTyping(self.command_bar, self._fresh_prompt, session.send_input)
         self._command_line = CommandLine(session, self.command_log, self.watch_panel, self.command_bar)
 
@@ -127,7 +128,7 @@ class DdptuiApp(App[int]):
         loop.add_signal_handler(signal.SIGHUP, self.hang_up)
         self._rank_states.flight = self.set_interval(0.1, self._rank_states.show_flight)
         if self.state_grid is not None:
-            self.set_interval(0.25, self._rank_states.mark_grid)
+            self.set_interval(0.25, self._mark_grid)
         self.call_after_refresh(self.start_session)
 
     def on_unmount(self) -> None:
@@ -140,7 +141,7 @@ class DdptuiApp(App[int]):
     async def start_session(self) -> None:
         """Spawn the ranks and wire their output and state to the panes."""
         self.session.on_output.append(self._rank_output)
-        self.session.on_state.append(self._rank_states.rank_state)
+        self.session.on_state.append(self._rank_state)
         self.session.on_notice.append(self._notice)
         for line in list(self.session.notices):  # said before the app was up (the launch's notes)
             self._notice(line)
@@ -162,6 +163,24 @@ class DdptuiApp(App[int]):
         """Hand bytes to the rank's pane (cheap: emulation happens on the pane's frame timer)."""
         self.pane(rank).feed(data)
 
+    def _rank_state(self, rank: int, state: RankState) -> None:
+        """Show a rank's new state in the bar, the grid and on its pane; a crash may take the keys."""
+        keys_free = not (self.broadcasting or self._rank_states.crashed(self.focused_rank))
+        self._rank_states.tell(rank, state, keys_free)
+        if self.state_grid is not None:
+            self.state_grid.set_state(rank, state)
+        dress_pane(self.session, self.pane(rank), state)
+
+    def on_crash_takes_keys(self, event: messages.CrashTakesKeys) -> None:
+        """A rank crashed while the keys were free: they go to its post-mortem (as F6)."""
+        if not self._quitting:
+            self.action_focus_rank(0, crashed=True)
+
+    def on_crashes_said(self, event: messages.CrashesSaid) -> None:
+        """Ranks crashed while the keys were in use: the command log says which, and how."""
+        if not self._quitting:
+            self.command_log.show(commands.Result(event.lines, error=True))
+
     def _launcher_lines(self, lines: list[str]) -> None:
         """A wrapped job's launcher printed lines: the command log shows them."""
         self.command_log.show(commands.Result(tuple(f"[launcher] {line}" for line in lines)))
@@ -182,6 +201,12 @@ class DdptuiApp(App[int]):
             self.command_log.show(commands.Result((line,), error=True))
 
     # -- state grid (many ranks) -------------------------------------------------------------
+    def _mark_grid(self) -> None:
+        """Mark the root cause, and the ranks missing from a collective while others wait in it."""
+        marks = self._rank_states.grid_marks()
+        if marks is not None and self.state_grid is not None:
+            self.state_grid.set_marks(*marks)
+
     def on_state_grid_selected(self, event: StateGrid.Selected) -> None:
         """Give the ranks picked in the grid panes and the keys; broadcasts still go to every target."""
         ranks = sorted(event.ranks)

@@ -90,7 +90,7 @@ class PanePages:
         grid = app.query_one("#panes", Grid)
         if app.state_grid is not None:
             await app.mount(app.state_grid, before=grid)
-            app.set_interval(0.25, app._rank_states.mark_grid)
+            app.set_interval(0.25, app._mark_grid)
         else:
             await grid.mount_all(app.panes)
         app.show_page(0)
