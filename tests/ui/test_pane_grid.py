@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from conftest import until
 from textual.app import App, ComposeResult
 from textual.message import Message
@@ -61,16 +62,23 @@ async def test_picked_ranks_get_panes_and_an_unmounted_pane_comes_back_new() -> 
         assert app.grid.pane(3) is not first and not app.grid.pane(3).is_attached
 
 
-async def test_a_world_told_late_gets_panes_and_above_the_threshold_a_state_grid() -> None:
+@pytest.mark.parametrize("size", [4, 12])
+async def test_a_world_told_late_gets_panes_and_above_the_threshold_a_state_grid(size: int) -> None:
     app = DdptuiApp(Session(LaunchSpec(target="listen", nproc=0, listen=("127.0.0.1", 0), stall_timeout=5)))
     async with app.run_test(size=(160, 40)) as pilot:
         await until(pilot, lambda: any("export " in line for line in app.command_log.lines_text()))
         assert app.panes == [] and app.state_grid is None
         for told in list(app.session.on_world):  # as the core tells it once the first rank says
-            told(12)
-        await until(pilot, lambda: len(app.query(StateGrid)) == 1)
-        await until(pilot, lambda: [pane.rank for pane in app.query(RankPane)] == list(range(8)))
-        assert app.state_grid is not None
-        await until(pilot, lambda: app.state_grid is not None and app.state_grid.shown == frozenset(range(8)))
-        assert app.sub_title == "panes: ranks 0-7 of 12"
+            told(size)
+        shown = list(range(min(size, 8)))
+        await until(pilot, lambda: [pane.rank for pane in app.query(RankPane)] == shown)
+        assert len(app.panes) == size
+        if size <= app.grid_threshold:
+            await until(pilot, lambda: app.focused is app.pane(0))
+            assert app.state_grid is None and not app.query(StateGrid)
+        else:
+            grid = app.state_grid
+            assert grid is not None and grid.is_attached
+            await until(pilot, lambda: grid.shown == frozenset(shown))
+            assert app.sub_title == f"panes: ranks 0-7 of {size}"
         app.session.kill_now()
