@@ -19,6 +19,7 @@ class OneGrid(App[None]):
     """A `PaneGrid` of `count` ranks that no session backs, alone on the screen."""
 
     def __init__(self, count: int, picking: bool) -> None:
+        """Panes for `count` ranks; `picking`: only those shown are mounted, as under a state grid."""
         super().__init__()
         self.grid = PaneGrid(PaneSize(80, 24, 100), count, lambda index: None, picking=picking, id="panes")
 

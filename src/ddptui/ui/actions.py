@@ -1,6 +1,8 @@
-"""The app's keys as one table: its bindings, the command palette's entries and the help line are
-all made from `ACTIONS`, so none of them can forget a key the others have (as harlequin's
-`HARLEQUIN_ACTIONS` does for its keymaps)."""
+"""The app's keys as one table, from which its bindings, the palette and the help line are made.
+
+None of the three can forget a key the others have (harlequin's `HARLEQUIN_ACTIONS` does the same
+for its keymaps).
+"""
 
 from __future__ import annotations
 
