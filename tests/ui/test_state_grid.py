@@ -205,7 +205,7 @@ def spec(script: Path, nproc: int, *args: str) -> LaunchSpec:
 def all_paused(app: DdptuiApp) -> bool:
     """Every rank at its prompt."""
     ranks = app.session.ranks
-    return len(ranks) == app.spec.nproc and all(r.state.at_prompt and r.prompt_shown() for r in ranks)
+    return len(ranks) == len(app.panes) and all(r.state.at_prompt and r.prompt_shown() for r in ranks)
 
 
 def mounted(app: DdptuiApp) -> list[int]:

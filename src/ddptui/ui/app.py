@@ -11,29 +11,30 @@ import os
 import signal
 import sys
 from collections.abc import Iterable
-from dataclasses import replace
+from typing import ClassVar
 
 from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
-from textual.containers import Grid
+from textual.binding import BindingType
 from textual.screen import Screen
 
 from ddptui.core.commands import registry as commands
 from ddptui.core.commands.batch import exit_status
 from ddptui.core.commands.context import Context
+from ddptui.core.model.state import RankState
 from ddptui.core.model.targets import Line, format_ranks, name_ranks
+from ddptui.core.session.rank import Rank
 from ddptui.core.session.session import Session
 from ddptui.core.session.wrap import fold_exports
 from ddptui.core.transport.launch import LaunchError, check_port
 from ddptui.core.transport.pump import ORDERED_STORES
-from ddptui.ui import palette
+from ddptui.ui import actions, messages
 from ddptui.ui.colon_typing import ColonTyping
 from ddptui.ui.command_bar import CommandBar
 from ddptui.ui.command_line import CommandLine
 from ddptui.ui.command_log import CommandLog
 from ddptui.ui.keys_footer import KeysFooter
-from ddptui.ui.pane_pages import PAGE_SIZE, PanePages, grid_shape, new_panes
+from ddptui.ui.pane_grid import PAGE_SIZE, PaneGrid, PaneSize, grid_shape
 from ddptui.ui.pane_turns import TURNS
 from ddptui.ui.quit_screen import QuitScreen
 from ddptui.ui.rank_bar import RankBar
@@ -54,21 +55,7 @@ class DdptuiApp(App[int]):
 
     CSS_PATH = ["app.tcss", "rank_pane.tcss"]
     TITLE = "ddptui"
-    BINDINGS = [
-        Binding("f2", "toggle_broadcast", "Broadcast/typing", priority=True),
-        Binding("f10", "step('n')", "Next (n)", priority=True),
-        Binding("f11", "step('s')", "Step (s)", priority=True),
-        Binding("shift+f11", "step('r')", "Return (r)", priority=True),
-        Binding("f5", "step('c')", "Continue (c)", priority=True),
-        Binding("f7", "until_collective", "To next collective", priority=True),
-        Binding("f8", "skip", "Skip this breakpoint()", priority=True),
-        Binding("f12", "interrupt", "Interrupt", priority=True),
-        Binding("f3", "focus_rank(-1)", "Prev rank", priority=True),
-        Binding("f4", "focus_rank(1)", "Next rank", priority=True),
-        Binding("f6", "focus_rank(1, True)", "Crashed rank", priority=True),
-        Binding("f9", "focus_grid", "State grid", show=False, priority=True),
-        Binding("ctrl+q", "quit", "Quit", priority=True),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = actions.bindings()
 
     def __init__(self, session: Session, grid_threshold: int = GRID_THRESHOLD) -> None:
         """Show `session`, which the app starts (its ranks are spawned once the panes have a size).
@@ -80,26 +67,23 @@ class DdptuiApp(App[int]):
         self.session = session
         self.context = Context.of(session)
         """What `:` commands act on: the session, its findings, the watches."""
-        if session.spec.pump is None:  # a flood must not cost the loop a wake-up per pty read
-            session.spec = replace(session.spec, pump=ORDERED_STORES)
-        spec = self.spec = session.spec
-        self.page = 0
+        session.default_pump(ORDERED_STORES)  # a flood must not cost the loop a wake-up per pty read
+        spec = session.spec
         self.focused_rank = 0
         self.broadcasting = False
         self.grid_threshold = grid_threshold
-        self.panes = new_panes(spec)
         self.rank_bar = RankBar()
         self.state_grid = StateGrid(spec.nproc, id="state-grid") if spec.nproc > grid_threshold else None
-        self.shown: tuple[int, ...] = tuple(range(min(spec.nproc, PAGE_SIZE)))
-        """The ranks whose panes are mounted (with a state grid) or on the page shown."""
-        self._pages = PanePages(self)
+        size = PaneSize(spec.columns, spec.lines, spec.scrollback)
+        picking = self.state_grid is not None
+        self.pane_grid = PaneGrid(size, spec.nproc, self._rank_of, picking=picking, id="panes")
         self.command_log = CommandLog()
         self.watch_panel = WatchPanel()
         self.command_bar = CommandBar()
         self._quitting = False
-        self._rank_states = RankStates(self)
-        self._typing = ColonTyping(self)
-        self._command_line = CommandLine(self)
+        self._rank_states = RankStates(self.context, self.rank_bar, self.post_message, self.set_timer)
+        self._typing = ColonTyping(self.command_bar, self._fresh_prompt, session.send_input)
+        self._command_line = CommandLine(self.context, self.command_log, self.watch_panel, self.command_bar)
 
     # -- layout -----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -108,21 +92,24 @@ class DdptuiApp(App[int]):
         yield self.watch_panel
         if self.state_grid is not None:
             yield self.state_grid
-            for pane in self.panes[PAGE_SIZE:]:
-                pane.display = False
-        with Grid(id="panes"):
-            yield from self.panes if self.state_grid is None else self.panes[:PAGE_SIZE]
+        yield self.pane_grid
         yield self.command_log
         yield self.command_bar
         yield KeysFooter()
 
+    @property
+    def panes(self) -> list[RankPane]:
+        """Every rank's pane, mounted or not."""
+        return self.pane_grid.panes
+
     def pane(self, rank: int) -> RankPane:
         """The pane of a rank."""
-        return self.panes[rank]
+        return self.pane_grid.pane(rank)
 
-    def show_page(self, page: int, focus: int | None = None) -> None:
-        """Show the panes of one page of ranks and lay them out as a grid (then focus `focus`)."""
-        self._pages.show_page(page, focus)
+    def _rank_of(self, index: int) -> Rank | None:
+        """The session's rank of an index, None before it has one."""
+        ranks = self.session.ranks
+        return ranks[index] if index < len(ranks) else None
 
     async def on_event(self, event: events.Event) -> None:
         """Every event; a key from the terminal first holds back the panes' flood repaints, so
@@ -133,8 +120,8 @@ class DdptuiApp(App[int]):
 
     async def on_mount(self) -> None:
         """Lay out, then start the job once the panes know their size."""
-        self.show_page(0)
-        self._rank_states.reset(self.spec.nproc)
+        self.pane_grid.show_page(0)
+        self._rank_states.reset(self.pane_grid.count)
         if self.panes:  # a wrapped job has none until its first rank connects
             self.pane(0).focus()
         loop = asyncio.get_running_loop()
@@ -143,7 +130,7 @@ class DdptuiApp(App[int]):
         loop.add_signal_handler(signal.SIGHUP, self.hang_up)
         self._rank_states.flight = self.set_interval(0.1, self._rank_states.show_flight)
         if self.state_grid is not None:
-            self.set_interval(0.25, self._rank_states.mark_grid)
+            self.set_interval(0.25, self._mark_grid)
         self.call_after_refresh(self.start_session)
 
     def on_unmount(self) -> None:
@@ -156,11 +143,11 @@ class DdptuiApp(App[int]):
     async def start_session(self) -> None:
         """Spawn the ranks and wire their output and state to the panes."""
         self.session.on_output.append(self._rank_output)
-        self.session.on_state.append(self._rank_states.rank_state)
+        self.session.on_state.append(self._rank_state)
         self.session.on_notice.append(self._notice)
         for line in list(self.session.notices):  # said before the app was up (the launch's notes)
             self._notice(line)
-        self.session.on_world.append(self._pages.world)
+        self.session.on_world.append(self._world)
         try:
             await self.session.start()
         except LaunchError as exc:
@@ -168,7 +155,7 @@ class DdptuiApp(App[int]):
             return
         if self.session.launcher is not None:
             self.session.launcher.on_lines.append(self._launcher_lines)
-        for rank in range(self.spec.nproc):
+        for rank in range(self.pane_grid.count):
             terminal = self.pane(rank).terminal
             self.session.resize(rank, terminal.columns, terminal.lines)
         gc.freeze()  # what exists now lives as long as the app: keep it out of collection pauses
@@ -178,14 +165,45 @@ class DdptuiApp(App[int]):
         """Hand bytes to the rank's pane (cheap: emulation happens on the pane's frame timer)."""
         self.pane(rank).feed(data)
 
+    def _rank_state(self, rank: int, state: RankState) -> None:
+        """Show a rank's new state in the bar, the grid and on its pane; a crash may take the keys."""
+        keys_free = not (self.broadcasting or self._rank_states.crashed(self.focused_rank))
+        self._rank_states.tell(rank, state, keys_free)
+        if self.state_grid is not None:
+            self.state_grid.set_state(rank, state)
+        self.pane_grid.dress(rank, state)
+
+    def on_crash_takes_keys(self, event: messages.CrashTakesKeys) -> None:
+        """A rank crashed while the keys were free: they go to its post-mortem (as F6)."""
+        if not self._quitting:
+            self.action_focus_rank(0, crashed=True)
+
+    def on_crashes_said(self, event: messages.CrashesSaid) -> None:
+        """Ranks crashed while the keys were in use: the command log says which, and how."""
+        if not self._quitting:
+            self.command_log.show(commands.Result(event.lines, error=True))
+
     def _launcher_lines(self, lines: list[str]) -> None:
         """A wrapped job's launcher printed lines: the command log shows them."""
         self.command_log.show(commands.Result(tuple(f"[launcher] {line}" for line in lines)))
 
+    def _world(self, size: int) -> None:
+        """A wrapped job's first rank said how many ranks there are: a pane for each."""
+        if self.panes and size == self.pane_grid.count:
+            return  # `ddptui listen --world-size N`: the panes exist since the start
+        self._rank_states.reset(size)
+        if size > self.grid_threshold:
+            self.state_grid = StateGrid(size, id="state-grid")
+        self.pane_grid.set_world(size, picking=self.state_grid is not None)
+        self._mount_world()
+
     @work(group="panes")
     async def _mount_world(self) -> None:
         """Mount the new panes (or the state grid, which mounts the panes picked in it)."""
-        await self._pages.mount_world()
+        if self.state_grid is not None:
+            await self.mount(self.state_grid, before=self.pane_grid)
+            self.set_interval(0.25, self._mark_grid)
+        await self.pane_grid.mount_world()
 
     def _notice(self, line: str) -> None:
         """Show a line about the session itself (a refused connection, logging stopped)."""
@@ -198,41 +216,41 @@ class DdptuiApp(App[int]):
             self.command_log.show(commands.Result((line,), error=True))
 
     # -- state grid (many ranks) -------------------------------------------------------------
+    def _mark_grid(self) -> None:
+        """Mark the root cause, and the ranks missing from a collective while others wait in it."""
+        marks = self._rank_states.grid_marks()
+        if marks is not None and self.state_grid is not None:
+            self.state_grid.set_marks(*marks)
+
     def on_state_grid_selected(self, event: StateGrid.Selected) -> None:
         """Give the ranks picked in the grid panes and the keys; broadcasts still go to every target."""
         ranks = sorted(event.ranks)
         if len(ranks) > PAGE_SIZE:
             line = f"{len(ranks)} ranks selected: panes for {format_ranks(set(ranks[:PAGE_SIZE]))}"
             self.command_log.show(commands.Result((line,)))
-        self.show_ranks(ranks, focus=ranks[0])
+        self.pane_grid.show_ranks(ranks, focus=ranks[0])
 
-    def show_ranks(self, ranks: Iterable[int], focus: int | None = None) -> None:
-        """Mount panes for `ranks` (the first `PAGE_SIZE`), unmount the others (their output is kept)."""
-        self._pages.show_ranks(ranks, focus)
-
-    @work(group="panes")
-    async def _mount_panes(self, focus: int | None) -> None:
-        """Make the mounted panes those of `shown`, in rank order; then type into `focus`.
-
-        A removed widget cannot be mounted again: an unmounted pane is replaced by a new one,
-        fed the tail of its rank's output, which the core keeps (see `PanePages.replayed_pane`).
-        """
-        await self._pages.mount_panes(focus)
+    def on_pane_grid_shown(self, event: PaneGrid.Shown) -> None:
+        """Other ranks have panes: the subtitle says which, the state grid draws them underlined."""
+        self.sub_title = event.caption
+        if self.state_grid is not None:
+            self.state_grid.shown = frozenset(event.ranks)
 
     # -- view → core ------------------------------------------------------------------------
     def on_stack_tree_group_requested(self, event: StackTree.GroupRequested) -> None:
         """`g` on a branch of `:stacks`: name its ranks `branch` (`@branch n`, `:ranks branch`)."""
-        self.session.groups["branch"] = event.ranks
+        self.session.set_group("branch", event.ranks)
         line = f"group branch: {name_ranks(event.ranks)} (@branch CMD, :ranks branch)"
         self.command_log.show(commands.Result((line,)))
 
     def on_rank_pane_input(self, event: RankPane.Input) -> None:
-        """Keys typed in a pane go to that rank alone.
-
-        But `:` as the first key at the rank's pdb prompt starts a ddptui command on the command
-        line (pdb takes no line that starts with `:`); once it is entered, typing comes back here.
-        """
+        """Keys typed in a pane go to that rank alone, but a `:` at its prompt to the command line."""
         self._typing.pane_input(event.rank, event.data)
+
+    def _fresh_prompt(self, rank: int) -> bool:
+        """`rank` stands at its pdb prompt and nothing was typed since the prompt was shown."""
+        ranks = self.session.ranks
+        return rank < len(ranks) and ranks[rank].state.at_prompt and ranks[rank].prompt_shown()
 
     def on_rank_pane_resized(self, event: RankPane.Resized) -> None:
         """A pane's size is its rank's terminal size."""
@@ -257,36 +275,36 @@ class DdptuiApp(App[int]):
     def on_command_bar_submitted(self, event: CommandBar.Submitted) -> None:
         """Run a line from the command line (begun by `:` in a pane: typing goes back there)."""
         pane, self._typing.typed_from = self._typing.typed_from, None
-        if pane is not None and pane in self.shown:
+        if pane is not None and pane in self.pane_grid.shown:
             self.pane(pane).focus()
-        self._command_line.run_line(event.line.strip())
+        line = self._command_line.parse(event.line.strip())
+        if line is None:
+            return
+        if line.kind == "ddptui":
+            self.ddptui_command(line.text)
+        elif line.kind == "pdb":
+            self.broadcast(line)
 
     @work(group="commands")
     async def ddptui_command(self, text: str) -> None:
-        """Run a `:` command and show its result in the command log."""
-        await self._command_line.ddptui_command(text)
+        """Run a `:` command and show its result in the command log (`:quit` asks to quit)."""
+        if (await self._command_line.ddptui_command(text)).quit:
+            self.action_quit()
 
     @work(group="broadcast")
     async def broadcast(self, line: Line) -> None:
         """Send a pdb command to the target ranks in lockstep (queued behind one in flight)."""
-        await self._command_line.broadcast(line)
+        if not self._quitting:
+            await self._command_line.broadcast(line)
 
     # -- actions ----------------------------------------------------------------------------
     def action_step(self, command: str) -> None:
         """Broadcast a stepping command to the target ranks."""
         self.broadcast(Line("pdb", command))
 
-    def action_until_collective(self) -> None:
-        """`:until-collective`: every target rank runs to its next collective; a table says if they agree."""
-        self.ddptui_command("until-collective")
-
-    def action_skip(self) -> None:
-        """`:skip`: the breakpoint() where the target ranks stand stops no more."""
-        self.ddptui_command("skip")
-
-    def action_interrupt(self) -> None:
-        """`:interrupt`: the target ranks that run stop where they stand."""
-        self.ddptui_command("interrupt")
+    def action_command(self, text: str) -> None:
+        """Run a `:` command, as typed on the command line (F7, F8, F12: see `actions.ACTIONS`)."""
+        self.ddptui_command(text)
 
     def action_toggle_broadcast(self) -> None:
         """Switch typing between the command line (broadcast) and the focused rank's pane."""
@@ -300,7 +318,7 @@ class DdptuiApp(App[int]):
 
         With `crashed`, among crashed ranks only: from a pane of one, the next; else the first.
         """
-        ranks = self.rank_bar.crashed if crashed else list(range(self.spec.nproc))
+        ranks = self.rank_bar.crashed if crashed else list(range(self.pane_grid.count))
         if not ranks:
             self.command_log.show(commands.Result(("no rank has crashed",)))
             return
@@ -308,7 +326,7 @@ class DdptuiApp(App[int]):
             rank = ranks[0] if crashed else self.focused_rank
         else:
             rank = ranks[(ranks.index(self.focused_rank) + delta) % len(ranks)]
-        self._pages.focus_rank(rank)
+        self.pane_grid.focus_rank(rank)
 
     def action_focus_grid(self) -> None:
         """Move the keys to the state grid (there is one above `grid_threshold` ranks)."""
@@ -317,7 +335,7 @@ class DdptuiApp(App[int]):
 
     def action_quit(self) -> None:  # type: ignore[override]
         """Quit, asking first while ranks are alive (saying what each is doing)."""
-        alive = tuple(rank.state for rank in self.session.live(range(self.spec.nproc)))
+        alive = tuple(rank.state for rank in self.session.live(range(self.pane_grid.count)))
         if not alive:
             self.shutdown()
             return
@@ -326,7 +344,8 @@ class DdptuiApp(App[int]):
             if yes:
                 self.shutdown()
 
-        leave = self.spec.listen is not None and self.spec.on_disconnect == "continue"
+        spec = self.session.spec
+        leave = spec.listen is not None and spec.on_disconnect == "continue"
         self.push_screen(QuitScreen(alive, leave), answered)
 
     def shutdown(self) -> None:
@@ -358,9 +377,9 @@ class DdptuiApp(App[int]):
         self.exit(exit_status([rank.state for rank in self.session.ranks]))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:  # type: ignore[type-arg]
-        """Every binding in the command palette too."""
-        yield from super().get_system_commands(screen)
-        yield from palette.binding_commands(self)
+        """Textual's commands, then every key of the app (Textual's `Quit` is ours, with its key)."""
+        yield from (command for command in super().get_system_commands(screen) if command.title != "Quit")
+        yield from actions.palette_commands(self.run_action)
 
 
 def run_app(session: Session) -> int:

@@ -6,17 +6,24 @@ line is entered, typing goes back to the pane it came from.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
-if TYPE_CHECKING:
-    from ddptui.ui.app import DdptuiApp
+from ddptui.ui.command_bar import CommandBar
+
+FreshPrompt = Callable[[int], bool]
+"""Whether a rank stands at its pdb prompt with nothing typed since it was shown."""
+SendInput = Callable[[int, bytes], None]
+"""Type bytes into a rank."""
 
 
 class ColonTyping:
     """Where keys typed in a pane go: to its rank, or to the command line after a `:`."""
 
-    def __init__(self, app: DdptuiApp) -> None:
-        self._app = app
+    def __init__(self, bar: CommandBar, fresh_prompt: FreshPrompt, send: SendInput) -> None:
+        """Keys go to ranks through `send`, or to `bar`'s input when `fresh_prompt` says a `:` may."""
+        self._bar = bar
+        self._fresh_prompt = fresh_prompt
+        self._send = send
         self.typed_from: int | None = None
         """The pane whose `:` opened the command line: it gets the keys back after that line."""
 
@@ -29,25 +36,22 @@ class ColonTyping:
         if self.typed_from == index:  # typed (or pasted) before the command line had the keys
             self.type_on_command_line(data)
             return
-        ranks = self._app.session.ranks
-        if data[:1] == b":" and index < len(ranks):
-            rank = ranks[index]
-            if rank.state.at_prompt and rank.prompt_shown():  # nothing typed since the prompt
-                self.typed_from = index
-                line = self._app.command_bar.input
-                line.value, line.cursor_position = "", 0
-                line.focus()
-                self.type_on_command_line(data)
-                return
-        self._app.session.send_input(index, data)
+        if data[:1] == b":" and self._fresh_prompt(index):
+            self.typed_from = index
+            line = self._bar.input
+            line.value, line.cursor_position = "", 0
+            line.focus()
+            self.type_on_command_line(data)
+            return
+        self._send(index, data)
 
     def type_on_command_line(self, data: bytes) -> None:
         """Keys that went to a pane after its `:` moved typing to the command line: Enter runs
         the line, Backspace and printable characters edit it, other keys are dropped."""
-        line = self._app.command_bar.input
+        line = self._bar.input
         for char in data.decode("utf-8", "replace"):
             if char in "\r\n":
-                self._app.call_later(line.action_submit)
+                line.call_later(line.action_submit)
                 return
             if char in "\x7f\b":
                 line.action_delete_left()

@@ -7,82 +7,78 @@ lockstep, whose answers the command log shows once per distinct answer.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
 
 from ddptui.core.commands import registry as commands
+from ddptui.core.commands.context import Context
 from ddptui.core.model.answers import answer_lines, tagged
 from ddptui.core.model.targets import Line, TargetError, name_ranks
 from ddptui.core.session.lockstep import Broadcast
-
-if TYPE_CHECKING:
-    from ddptui.ui.app import DdptuiApp
+from ddptui.ui.actions import help_line
+from ddptui.ui.command_bar import CommandBar
+from ddptui.ui.command_log import CommandLog
+from ddptui.ui.watch_panel import WatchPanel
 
 ANSWER_LINES = 12
 """Lines of a broadcast's answers shown in the command log at most (the panes have them all)."""
-KEYS = (
-    "F2 broadcast/typing · F10 n · F11 s · Shift+F11 r · F5 c · F12 :interrupt · F8 :skip · "
-    "F3/F4 previous/next rank · "
-    "Ctrl+Q quit"
-)
 
 
 class CommandLine:
-    """Runs the app's command lines: `:` commands and pdb broadcasts (the app's workers await these)."""
+    """Runs the command line's lines on the session and shows what they said (the app's workers
+    await these, and decide what a result asks of the app, such as quitting)."""
 
-    def __init__(self, app: DdptuiApp) -> None:
-        self._app = app
+    def __init__(self, context: Context, log: CommandLog, watch: WatchPanel, bar: CommandBar) -> None:
+        """Lines run in `context` (its session); `log` and `watch` show what they said, `bar` the targets."""
+        self._context = context
+        self._session = context.session
+        self._log = log
+        self._watch = watch
+        self._bar = bar
 
-    def run_line(self, line: str) -> None:
-        """Parse a line from the command line and start what it says (a `:` command or a broadcast)."""
-        app = self._app
+    def parse(self, line: str) -> Line | None:
+        """A line from the command line, read (None, and the error shown, when it does not parse)."""
         try:
-            parsed = app.session.parse(line)
+            return self._session.parse(line)
         except TargetError as exc:
-            app.command_log.show(commands.Result((str(exc),), error=True))
-            return
-        if parsed.kind == "ddptui":
-            app.ddptui_command(parsed.text)
-        elif parsed.kind == "pdb":
-            app.broadcast(parsed)
+            self._log.show(commands.Result((str(exc),), error=True))
+            return None
 
-    async def ddptui_command(self, text: str) -> None:
-        """Run a `:` command and show its result in the command log."""
-        app = self._app
-        app.command_log.echo(f":{text}")
-        result = await commands.run(app.context, text)
-        app.command_log.show(result)
-        app.watch_panel.show(result.tables)
+    async def ddptui_command(self, text: str) -> commands.Result:
+        """Run a `:` command, show its result in the command log, and return it."""
+        session, log = self._session, self._log
+        log.echo(f":{text}")
+        result = await commands.run(self._context, text)
+        log.show(result)
+        self._watch.show(result.tables)
         if result.stack is not None:
-            app.watch_panel.show_stack(result.stack)
+            self._watch.show_stack(result.stack)
         if text.split(" ", 1)[0] in ("help", "h", "?"):
-            app.command_log.show(commands.Result((f"keys: {KEYS}",)))
-        targets = app.session.targets
-        app.command_bar.target = "all" if targets is None else name_ranks(targets)
-        if result.quit:
-            app.action_quit()
+            log.show(commands.Result((f"keys: {help_line()}",)))
+        targets = session.targets
+        self._bar.target = "all" if targets is None else name_ranks(targets)
+        return result
 
     async def broadcast(self, line: Line) -> None:
         """Send a pdb command to the target ranks in lockstep (queued behind one in flight)."""
-        app = self._app
-        if not app.session.ranks or app._quitting:
+        session, log = self._session, self._log
+        if not session.ranks:
             return
-        sent, said = await commands.send(app.context, line, functools.partial(self._sent, line))
+        sent, said = await commands.send(self._context, line, functools.partial(self._sent, line))
         if sent is not None:
-            app.command_log.show(commands.Result(tuple(self.answers(sent))))
+            log.show(commands.Result(tuple(self.answers(sent))))
         else:  # held back (the divergence guard, `restart`...): what was typed, then why
-            app.command_log.echo(line.echo)
-        app.command_log.show(said)
-        app.watch_panel.show(said.tables)
+            log.echo(line.echo)
+        log.show(said)
+        self._watch.show(said.tables)
 
     def _sent(self, line: Line, sent: Broadcast) -> None:
         """The command went out: its echo, as typed (and the ranks it skipped), come before what
         it sets off (a crash said while the ranks run), its answers once they are all back."""
-        self._app.command_log.echo(line.echo)
-        self._app.command_log.show(commands.Result(commands.sending_lines(sent)))
+        self._log.echo(line.echo)
+        self._log.show(commands.Result(commands.sending_lines(sent)))
 
     def answers(self, sent: Broadcast) -> list[str]:
         """What the ranks answered, identical answers once (`[ranks 0-3] 42`), cut to a few lines."""
-        prompts = {rank.index: rank.prompt for rank in self._app.session.ranks}
+        prompts = {rank.index: rank.prompt for rank in self._session.ranks}
         per_rank = {a.rank: answer_lines(a.output, prompts[a.rank], sent.command) for a in sent.replies}
         lines = tagged(per_rank)
         if len(lines) > ANSWER_LINES:

@@ -10,6 +10,7 @@ is not the session's to say: `ddptui.core.diagnosis` listens to it (`on_state`, 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import os
 import secrets
@@ -364,6 +365,12 @@ class Session:
             ranks = parse_ranks(spec, len(self.ranks), self.groups)
             self.targets = None if len(ranks) == len(self.ranks) else ranks
         return f"target ranks: {'all' if self.targets is None else format_ranks(self.targets)}"
+
+    def default_pump(self, pump: bool) -> None:
+        """Whether to drain the ranks' terminals through a pump process, unless the launch spec
+        chose already (a front end's default, before `start`)."""
+        if self.spec.pump is None:
+            self.spec = dataclasses.replace(self.spec, pump=pump)
 
     def set_group(self, name: str, ranks: frozenset[int]) -> None:
         """`:group NAME RANKS`: name a rank set, usable wherever ranks are named."""
