@@ -125,7 +125,7 @@ def run(argv: list[str]) -> int:
     collectives.install_wrappers_on_import()
     timeouts.install_on_import()
     spawns.refuse_in_rank(link.send, StartsRanks(spawns.LAUNCHER))
-    link.connect(identity(rank))
+    link.connect(identity(rank), requests.answer_later)
     try:
         if argv[0] == "-m":
             sys.argv = [argv[1], *argv[2:]]

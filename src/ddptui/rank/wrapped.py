@@ -81,7 +81,7 @@ def become_rank(rank: int, local_rank: int | None, world_size: int | None) -> bo
             socket.gethostname(),
             os.getpid(),
         )
-        link.connect(identity)
+        link.connect(identity, requests.answer_later)
         if not link.connected:
             return False
         relay = Relay(link.send)
