@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ddptui.core.session import wrap
 from ddptui.core.session.reports import keep_reports
+from ddptui.rank.asks import SaveCollectives
 
 if TYPE_CHECKING:
     from ddptui.core.session.session import Session
@@ -31,7 +32,7 @@ async def close(session: Session, grace: float = 0.5) -> None:
         task.cancel()
     if session._log is not None:  # the ranks about to be ended leave their collectives for the logs
         linked = [r.index for r in session.live(range(len(session.ranks))) if r.transport.linked]
-        await session.ask("save_collectives", {}, linked, 3.0)
+        await session.ask(SaveCollectives(), linked, 3.0)
     released = RELEASED[session.spec.on_disconnect]
     for rank in session.ranks:
         if wrap.remote(rank):
