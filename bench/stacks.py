@@ -38,6 +38,7 @@ import psutil
 from ddptui.core.diagnosis.stack_tree import merge, merged, render, sample
 from ddptui.core.session.session import Session
 from ddptui.core.transport.launch import LaunchSpec
+from ddptui.rank.asks import Stack
 from ddptui.rank.protocol import Frame
 
 BLOCK = 5
@@ -144,7 +145,7 @@ async def measure(row: Row, script: str, samples: int) -> None:
             return render(merge(stacks))
 
         ways: dict[str, Callable[[], Awaitable[object]]] = {
-            "ask 1": lambda: session.ask("stack", {}, [0]),
+            "ask 1": lambda: session.ask(Stack(), [0]),
             "sample": lambda: sample(session),
             "merged": lambda: merged(session),
             "merge": merge_only,

@@ -10,6 +10,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import TypeVar
 
 import pyte
 import pytest
@@ -18,25 +19,35 @@ from conftest import SCRIPTS, running_session
 from ddptui.core.model.answers import answer_lines
 from ddptui.core.model.state import Phase
 from ddptui.core.session.session import Session
+from ddptui.core.transport.interface import RequestError
 from ddptui.core.transport.local import LocalRank
 from ddptui.rank import protocol
-from ddptui.rank.protocol import Frame, Hello, Identity, Paused, Reply
+from ddptui.rank.asks import Ask, Eval, Stack, ThreadStack
+from ddptui.rank.protocol import Frame, Hello, Identity, Paused
 
 TIMEOUT = 60
+R = TypeVar("R")
 
 
-async def ask(session: Session, kind: str, args: dict[str, object], timeout: float = 5.0) -> dict[int, Reply]:
-    """Ask every rank; every one must answer."""
-    answers = await session.ask(kind, args, range(len(session.ranks)), timeout)
-    for index, answer in answers.items():
-        assert isinstance(answer, Reply), f"rank {index}: {answer}"
-    return answers  # type: ignore[return-value]
+async def ask(session: Session, request: Ask[R], timeout: float = 5.0) -> dict[int, R]:
+    """Ask every rank; every one must answer with a value."""
+    answers = await session.ask(request, range(len(session.ranks)), timeout)
+    values = {index: answer for index, answer in answers.items() if not isinstance(answer, RequestError)}
+    assert len(values) == len(answers), answers
+    return values
 
 
-def main_frames(reply: Reply) -> list[Frame]:
+async def refused(session: Session, request: Ask[object], timeout: float = 5.0) -> str:
+    """Ask the one rank; it must answer with an error of its own, returned."""
+    (answer,) = (await session.ask(request, range(len(session.ranks)), timeout)).values()
+    assert isinstance(answer, RequestError) and answer.by_rank, answer
+    return str(answer)
+
+
+def main_frames(threads: tuple[ThreadStack, ...]) -> list[Frame]:
     """The main thread's frames of a `stack` reply, outermost first."""
-    (main,) = [thread for thread in reply.value if thread["main"]]
-    return [Frame.from_json(frame) for frame in main["frames"]]
+    (main,) = [thread for thread in threads if thread.main]
+    return list(main.frames)
 
 
 async def reach(session: Session, mode: str) -> None:
@@ -47,7 +58,7 @@ async def reach(session: Session, mode: str) -> None:
         return
     inside = {"collective": "all_reduce", "busy": "spin"}[mode]
     for _ in range(TIMEOUT * 10):
-        stacks = await ask(session, "stack", {})
+        stacks = await ask(session, Stack())
         if inside in (frame.func for frame in main_frames(stacks[0])):
             return
         await asyncio.sleep(0.1)
@@ -59,11 +70,10 @@ async def test_eval_and_stack_answered_in_every_state(mode: str, tmp_path: Path)
     flag = tmp_path / "go"
     async with running_session(SCRIPTS / "states.py", mode, str(flag)) as session:
         await reach(session, mode)
-        answers = await ask(session, "eval", {"expr": "secret"})
-        for index, reply in answers.items():
-            assert reply.ok, reply.error
-            assert reply.value["repr"] == repr(f"rank {index} secret"), reply.value
-        stacks = await ask(session, "stack", {})
+        answers = await ask(session, Eval("secret"))
+        for index, value in answers.items():
+            assert value["repr"] == repr(f"rank {index} secret"), value
+        stacks = await ask(session, Stack())
         for reply in stacks.values():
             frames = main_frames(reply)
             assert frames[0].file.endswith("states.py"), frames
@@ -71,34 +81,30 @@ async def test_eval_and_stack_answered_in_every_state(mode: str, tmp_path: Path)
         if mode == "collective":  # rank 0 answers from inside the C++ wait for rank 1
             assert main_frames(stacks[0])[-1].func == "all_reduce", main_frames(stacks[0])
         if mode == "crash":  # post-mortem evaluates in the frame that raised
-            frame = (await ask(session, "eval", {"expr": "mode"}))[0]
-            assert frame.value["repr"] == "'crash'"
+            frame = (await ask(session, Eval("mode")))[0]
+            assert frame["repr"] == "'crash'"
         flag.touch()
 
 
 async def test_an_expression_that_raises_or_hangs_gets_an_error_reply(tmp_path: Path) -> None:
     async with running_session(SCRIPTS / "states.py", "prompt", str(tmp_path / "go"), nproc=1) as session:
         await reach(session, "prompt")
-        reply = (await ask(session, "eval", {"expr": "1 / 0"}))[0]
-        assert not reply.ok and reply.error == "ZeroDivisionError: division by zero"
-        reply = (await ask(session, "eval", {"expr": "__import__('time').sleep(30)"}, timeout=0.5))[0]
-        assert not reply.ok and "no answer within 0.5 s" in reply.error
-        reply = (await ask(session, "eval", {"expr": "rank", "frame": 99}))[0]
-        assert not reply.ok and "no frame 99" in reply.error
+        assert await refused(session, Eval("1 / 0")) == "ZeroDivisionError: division by zero"
+        assert "no answer within 0.5 s" in await refused(session, Eval("__import__('time').sleep(30)"), 0.5)
+        assert "no frame 99" in await refused(session, Eval("rank", frame=99))
         # the rank is still at its prompt and answers
-        assert (await ask(session, "eval", {"expr": "rank"}))[0].value["repr"] == "0"
+        assert (await ask(session, Eval("rank")))[0]["repr"] == "0"
         assert session.ranks[0].state.phase is Phase.PAUSED
 
 
 async def test_huge_values_come_back_summarised_and_cut() -> None:
     async with running_session(SCRIPTS / "big_values.py", nproc=1) as session:
         await reach(session, "prompt")
-        tensor = (await ask(session, "eval", {"expr": "big"}, timeout=10))[0]
-        assert tensor.ok, tensor.error
-        assert len(json.dumps(tensor.value)) < 10_000
-        text = (await ask(session, "eval", {"expr": "text"}, timeout=10))[0]
-        assert text.ok and len(json.dumps(text.value)) < 10_000
-        assert text.value["repr"].startswith("'xxxx")
+        tensor = (await ask(session, Eval("big"), timeout=10))[0]
+        assert len(json.dumps(tensor)) < 10_000
+        text = (await ask(session, Eval("text"), timeout=10))[0]
+        assert len(json.dumps(text)) < 10_000
+        assert text["repr"].startswith("'xxxx")
 
 
 def _connect(path: str) -> socket.socket:
@@ -222,11 +228,11 @@ async def test_an_unbuffered_rank_writes_its_prompt_in_one_piece(monkeypatch: py
     monkeypatch.setenv("PYTHONUNBUFFERED", "1")
     async with running_session(SCRIPTS / "steps.py", nproc=1) as session:
         await reach(session, "prompt")
-        (reply,) = (await ask(session, "eval", {"expr": C_STDOUT_LINE_BUFFERED})).values()
-        assert reply.ok and reply.value["repr"] != "0", reply
+        (value,) = (await ask(session, Eval(C_STDOUT_LINE_BUFFERED))).values()
+        assert value["repr"] != "0", value
         python_stdout = "__import__('sys').__stdout__.write_through"
-        (reply,) = (await ask(session, "eval", {"expr": python_stdout})).values()
-        assert reply.ok and reply.value["repr"] == "True", reply
+        (value,) = (await ask(session, Eval(python_stdout))).values()
+        assert value["repr"] == "True", value
         rank, before = session.ranks[0], session.ranks[0].paused_count
         session.send_input(0, b"n\r")
         assert await session.wait_until(lambda: rank.paused_count > before and rank.prompt_shown(), TIMEOUT)
@@ -243,8 +249,8 @@ async def test_commands_ddptui_sends_are_read_as_plain_lines(line_editing: bool)
     terminal staying canonical at the prompt, with line editing for panes or without (`--batch`)."""
     async with running_session(SCRIPTS / "steps.py", nproc=1, line_editing=line_editing) as session:
         await reach(session, "prompt")
-        (reply,) = (await ask(session, "eval", {"expr": TERMINAL_CANONICAL})).values()
-        assert reply.ok and reply.value["repr"] == "True", reply
+        (value,) = (await ask(session, Eval(TERMINAL_CANONICAL))).values()
+        assert value["repr"] == "True", value
         rank, mark = session.ranks[0], session.ranks[0].output.end
         await session.broadcast("p 6 * 7")
         assert await session.wait_until(rank.prompt_shown, TIMEOUT)
@@ -285,13 +291,13 @@ async def test_keys_typed_in_a_pane_get_readline_at_a_plain_prompt() -> None:
         mark, before = rank.output.end, rank.paused_count
         session.send_input(0, b"p valu")
         assert await session.wait_until(lambda: rank.output.since(mark).endswith(b"valu"), TIMEOUT)
-        (reply,) = (await ask(session, "eval", {"expr": TERMINAL_CANONICAL})).values()
-        assert reply.ok and reply.value["repr"] == "False", reply  # readline has the terminal
+        (value,) = (await ask(session, Eval(TERMINAL_CANONICAL))).values()
+        assert value["repr"] == "False", value  # readline has the terminal
         session.send_input(0, b"\t\r")
         assert await session.wait_until(lambda: rank.paused_count > before and rank.prompt_shown(), TIMEOUT)
         assert screen_lines(rank.output.since(0))[-3:] == ["(Pdb r0) p value", "0", "(Pdb r0)"]
-        (reply,) = (await ask(session, "eval", {"expr": TERMINAL_CANONICAL})).values()
-        assert reply.ok and reply.value["repr"] == "True", reply  # plain again, until a key is typed
+        (value,) = (await ask(session, Eval(TERMINAL_CANONICAL))).values()
+        assert value["repr"] == "True", value  # plain again, until a key is typed
         before = rank.paused_count
         session.send_input(0, b"\x1b[A\x1b[A\r")  # Up twice: the command ddptui sent
         assert await session.wait_until(lambda: rank.paused_count > before and rank.prompt_shown(), TIMEOUT)

@@ -9,11 +9,12 @@ from pathlib import Path
 import psutil
 from conftest import SCRIPTS
 
-from ddptui.core.commands.until import REQUEST, Stop, release, stop_from, table, until_collective, verdict
+from ddptui.core.commands.until import Stop, release, stop_from, table, until_collective, verdict
 from ddptui.core.model.state import Frame, Phase
 from ddptui.core.session.session import Session
+from ddptui.core.transport.interface import RequestError, answered
 from ddptui.core.transport.launch import LaunchSpec
-from ddptui.rank.protocol import Reply
+from ddptui.rank.asks import Collectives, Eval, UntilPending
 
 TIMEOUT = 60
 JOB = SCRIPTS / "until_job.py"
@@ -66,8 +67,8 @@ async def test_consistent_ranks_stop_before_the_collective_and_step_over_it_toge
         assert locations(session) == [at("all_reduce")] * 2
         stepped = await session.broadcast("n")
         assert locations(session) == [at("after")] * 2, [a.output for a in stepped.replies]
-        totals = await session.ask("eval", {"expr": "float(tensor.sum())"}, range(2))
-        assert [r.value["repr"] for r in totals.values() if isinstance(r, Reply)] == ["12.0", "12.0"]
+        totals = await session.ask(Eval("float(tensor.sum())"), range(2))
+        assert [r["repr"] for r in answered(totals).values()] == ["12.0", "12.0"]
         again = await until_collective(session)  # the next one: the barrier, #2
         assert again.lines[0] == "all 2 ranks about to enter #2 barrier", again.lines
         assert locations(session) == [at("barrier")] * 2
@@ -99,14 +100,14 @@ async def test_a_mismatch_is_reported_and_every_rank_stays_at_its_prompt() -> No
         assert all(b"held before all_reduce, mismatch: collective #1" in a.output for a in stepped.replies), [
             a.output for a in stepped.replies
         ]
-        shapes = await session.ask("eval", {"expr": "tensor.shape"}, range(2))
-        assert [r.value["repr"] for r in shapes.values() if isinstance(r, Reply)] == [
+        shapes = await session.ask(Eval("tensor.shape"), range(2))
+        assert [r["repr"] for r in answered(shapes).values()] == [
             "torch.Size([3])",
             "torch.Size([4])",
         ]
         await release(session)  # `!n` would: the hold is gone, the record stays
-        answers = await session.ask(REQUEST, {"do": "pending"}, range(2))
-        assert [(r.value["op"], r.value["held"]) for r in answers.values() if isinstance(r, Reply)] == [
+        answers = await session.ask(UntilPending(), range(2))
+        assert [(r["op"], r["held"]) for r in answered(answers).values() if r is not None] == [
             ("all_reduce", ""),
         ] * 2
 
@@ -148,8 +149,8 @@ def ddp_at(tag: str) -> Frame:
 
 async def grad_sums(session: Session) -> list[str]:
     """Each rank's sum of its DDP weight's gradient."""
-    sums = await session.ask("eval", {"expr": "float(model.module.weight.grad.sum())"}, range(2))
-    return [r.value["repr"] if isinstance(r, Reply) and r.ok else str(r) for r in sums.values()]
+    sums = await session.ask(Eval("float(model.module.weight.grad.sum())"), range(2))
+    return [str(r) if isinstance(r, RequestError) else r["repr"] for r in sums.values()]
 
 
 async def test_ranks_stop_at_loss_backward_before_ddp_all_reduces_the_gradients() -> None:
@@ -168,10 +169,10 @@ async def test_ranks_stop_at_loss_backward_before_ddp_all_reduces_the_gradients(
         assert locations(session) == [ddp_at("step")] * 2, [a.output for a in stepped.replies]
         # the inputs differ (rank r holds ones * (r + 1)): equal gradients mean they were averaged
         assert await grad_sums(session) == ["36.0", "36.0"]
-        logs = await session.ask("collectives", {"last": 1}, range(2))
-        assert [
-            (r.value[-1]["op"], f"#{r.value[-1]['seq']}") for r in logs.values() if isinstance(r, Reply)
-        ] == [("all_reduce", seq)] * 2, "the Flight Recorder numbers DDP's all-reduce as the stop did"
+        logs = await session.ask(Collectives(last=1), range(2))
+        assert [(r[-1]["op"], f"#{r[-1]['seq']}") for r in answered(logs).values()] == [
+            ("all_reduce", seq)
+        ] * 2, "the Flight Recorder numbers DDP's all-reduce as the stop did"
         await session.broadcast("c")
         assert await session.wait_until(lambda: not session.live(range(2)), TIMEOUT)
         assert [rank.state.exit_code for rank in session.ranks] == [0, 0]

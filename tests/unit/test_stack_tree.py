@@ -16,7 +16,9 @@ from ddptui.core.diagnosis.stack_tree import (
     placeholder,
     render,
 )
-from ddptui.rank.protocol import Frame, Reply
+from ddptui.core.transport.interface import RequestError
+from ddptui.rank.asks import Stack
+from ddptui.rank.protocol import Frame
 
 TORCH = "/venv/lib/python3.11/site-packages/torch/distributed/"
 STDLIB = sysconfig.get_paths()["stdlib"] + "/"
@@ -155,14 +157,20 @@ def test_deep_recursion_is_cut_and_lines_to_the_width() -> None:
 
 def test_stack_answers_and_dumps_become_frames() -> None:
     value = [
-        {"name": "ddptui-request", "main": False, "frames": [["x.py", 1, "t"]]},
-        {"name": "MainThread", "main": True, "frames": [["a.py", 1, "<module>"], ["a.py", 5, "f"]]},
+        {"name": "ddptui-request", "main": False, "ddptui": True, "frames": [["x.py", 1, "t"]]},
+        {
+            "name": "MainThread",
+            "main": True,
+            "ddptui": False,
+            "frames": [["a.py", 1, "<module>"], ["a.py", 5, "f"]],
+        },
     ]
-    assert main_frames(Reply(1, True, value)) == [Frame("a.py", 1, "<module>"), Frame("a.py", 5, "f")]
-    assert main_frames("no reply in time") == "no answer: no reply in time"
-    assert main_frames(Reply(1, False, error="boom")) == "no answer: boom"
-    assert main_frames(Reply(1, True, [{"main": True, "frames": [[1]]}])) == "no answer: a malformed stack"
-    empty = main_frames(Reply(1, True, [{"main": True, "frames": []}]))
+    answer = Stack().read_reply(value)
+    assert main_frames(answer) == [Frame("a.py", 1, "<module>"), Frame("a.py", 5, "f")]
+    assert main_frames(answer[:1]) == "no answer: no main thread"
+    assert main_frames(RequestError("no reply in time")) == "no answer: no reply in time"
+    assert main_frames(RequestError("boom", by_rank=True)) == "no answer: boom"
+    empty = main_frames(Stack().read_reply([{"name": "M", "main": True, "ddptui": False, "frames": []}]))
     assert empty == [placeholder("no frame of the user's code")]
     dump = (
         "Thread 0x00007f01 (most recent call first):\n"

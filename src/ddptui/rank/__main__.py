@@ -16,11 +16,21 @@ import socket
 import sys
 import threading
 import traceback
+from collections.abc import Callable
 from typing import IO, Any
 
-from ddptui.rank import collectives, debugger, fatal, requests, spawns, timeouts
+from ddptui.rank import collectives, debugger, fatal, spawns, timeouts
 from ddptui.rank.link import link
-from ddptui.rank.protocol import STATE_DIR_ENV, Crashed, Exited, Frame, Identity, StartsRanks
+from ddptui.rank.protocol import (
+    STATE_DIR_ENV,
+    Crashed,
+    Exited,
+    Frame,
+    Identity,
+    Message,
+    Request,
+    StartsRanks,
+)
 
 
 def stack_dump_file(rank: int) -> IO[Any]:
@@ -86,9 +96,24 @@ def report_crash(exc: BaseException) -> None:
     sys.stderr.flush()
     frames = tuple(Frame(f.filename, f.lineno or 0, f.name) for f in traceback.extract_tb(tb))
     link.send(Crashed(type(exc).__name__, _message(exc), frames))
-    requests.save_collectives()
+    save_collectives()
     if tb is not None:
         debugger.post_mortem(tb)
+
+
+def answer_later(request: Request, send: Callable[[Message], None]) -> None:
+    """Answer one of the core's requests (`ddptui.rank.requests`, imported at the first: the kinds
+    and their handlers cost a rank's start-up some 20 ms, and many ranks are asked little)."""
+    from ddptui.rank import requests
+
+    requests.answer_later(request, send)
+
+
+def save_collectives() -> None:
+    """Leave the Flight Recorder's dump for the session's logs (`ddptui.rank.requests`)."""
+    from ddptui.rank import requests
+
+    requests.save_collectives()
 
 
 def _message(exc: BaseException) -> str:
@@ -125,7 +150,7 @@ def run(argv: list[str]) -> int:
     collectives.install_wrappers_on_import()
     timeouts.install_on_import()
     spawns.refuse_in_rank(link.send, StartsRanks(spawns.LAUNCHER))
-    link.connect(identity(rank))
+    link.connect(identity(rank), answer_later)
     try:
         if argv[0] == "-m":
             sys.argv = [argv[1], *argv[2:]]
@@ -151,7 +176,7 @@ def main() -> None:
     record = None
     if "torch.distributed" in sys.modules:
         record = collectives.collective_log()
-        requests.save_collectives()
+        save_collectives()
     link.send(Exited(code, record))
     sys.stdout.flush()
     sys.exit(code)

@@ -56,6 +56,6 @@ def describe(module: Any) -> dict[str, Any]:
     }
 
 
-def ddp(args: dict[str, Any]) -> list[dict[str, Any]]:
+def ddp() -> list[dict[str, Any]]:
     """The `ddp` request's answer: one entry per DDP module."""
     return [describe(module) for module in ddp_modules()]

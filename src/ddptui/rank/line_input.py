@@ -19,7 +19,7 @@ import re
 import select
 import sys
 import threading
-from typing import IO, Any
+from typing import IO
 
 EDIT_WAIT = 1.0
 """Seconds the `edit` request waits for an open plain prompt to become a readline prompt."""
@@ -42,11 +42,11 @@ the same command again is not looked up (a history item is decoded through the l
 _LINE_ENDS = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
-def edit(args: dict[str, Any]) -> dict[str, Any]:
+def edit() -> bool:
     """`edit`: read the current (or next) command through readline; answered once readline reads.
 
-    `editing` says whether readline has the terminal now (false: no prompt is open yet, or this
-    rank reads through readline anyway).
+    True when readline has the terminal now (false: no prompt is open yet, or this rank reads
+    through readline anyway).
     """
     global _wanted
     answered = threading.Event()
@@ -62,7 +62,7 @@ def edit(args: dict[str, Any]) -> dict[str, Any]:
     with _lock:
         if answered in _answers:
             _answers.remove(answered)
-        return {"editing": _reading == "editing"}
+        return _reading == "editing"
 
 
 class PromptInput:

@@ -26,6 +26,11 @@ from ddptui.rank.protocol import TCP_PREFIX, Hello, Identity, Message, ProtocolE
 CONNECT_TIMEOUT = 10.0
 """Seconds a rank tries to reach a `ddptui listen` over TCP before it runs undebugged."""
 
+Answerer = Callable[[Request, Callable[[Message], None]], None]
+"""What answers the core's requests (`ddptui.rank.requests.answer_later`), given at `connect`: it
+sends exactly one `Reply` through the function it is handed. The link does not import it: what
+answers sits above the debugger, which sends through the link."""
+
 
 class Link:
     """A best-effort connection to the core; silent when no ddptui core is listening."""
@@ -50,8 +55,9 @@ class Link:
         """True while the core is reachable (after a good `connect`, until either side hangs up)."""
         return self._sock is not None
 
-    def connect(self, identity: Identity) -> None:
-        """Say hello and start serving requests; a failure leaves the rank undebugged, not dead."""
+    def connect(self, identity: Identity, answer: Answerer) -> None:
+        """Say hello and start serving requests through `answer`; a failure leaves the rank
+        undebugged, not dead."""
         if not self._path:
             return
         try:
@@ -62,7 +68,7 @@ class Link:
         self._mark_prefix = protocol.MARK_INTRO + protocol.mark_key(self._token) + b";"
         self.terminal_changed()
         self.send(Hello(protocol.VERSION, self._token, identity))
-        threading.Thread(target=self._serve, args=(sock,), name="ddptui-link", daemon=True).start()
+        threading.Thread(target=self._serve, args=(sock, answer), name="ddptui-link", daemon=True).start()
 
     def send(self, message: Message) -> None:
         """Send one message; never raises, because the debugged program must not die of the debugger."""
@@ -106,10 +112,8 @@ class Link:
         data = mark + line[:-1] + protocol.MARK_END
         return data if len(data) <= protocol.MAX_MARK else None
 
-    def _serve(self, sock: socket.socket) -> None:
-        """Read requests until the core hangs up; answer each on a thread of its own."""
-        from ddptui.rank import requests  # only a debugged rank pays for it
-
+    def _serve(self, sock: socket.socket, answer: Answerer) -> None:
+        """Read requests until the core hangs up; `answer` answers each (on a thread of its own)."""
         buffer = b""
         readable = select.poll()
         readable.register(sock, select.POLLIN)
@@ -135,7 +139,7 @@ class Link:
                 except ProtocolError:
                     continue
                 if isinstance(message, Request):
-                    requests.answer_later(message, self.send)
+                    answer(message, self.send)
                 elif self.on_message is not None:
                     self.on_message(message)
 

@@ -261,7 +261,7 @@ class Exited(Message):
 
 @dataclass(frozen=True)
 class Request(Message):
-    """A question from the core; `kind` is `eval`, `stack` or `collectives`."""
+    """A question from the core: a request kind of `ddptui.rank.asks` and its `args`."""
 
     KIND: ClassVar[str] = "request"
     id: int

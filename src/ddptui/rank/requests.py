@@ -1,9 +1,11 @@
-"""Requests the core asks a rank: `eval`, `stack`, `store`, `collectives`; answered on ddptui threads.
+"""How a rank answers the core's requests (declared in `ddptui.rank.asks`), on ddptui threads.
 
 Every request runs on a worker thread of its own and is answered within its timeout: a request
 that cannot finish (an expression that loops, a lock held by the blocked main thread) gets an error
 reply and its worker is left behind as a daemon. Nothing here blocks or kills the rank; only
-`interrupt` signals it, its own main thread, as Ctrl-C would.
+`interrupt` signals it, its own main thread, as Ctrl-C would. `HANDLERS` pairs every declared kind
+with the function that answers it; the link hands requests in through `answer_later`, registered
+when the rank connects.
 """
 
 from __future__ import annotations
@@ -18,6 +20,31 @@ from collections.abc import Callable
 from typing import Any
 
 from ddptui.rank import ddp, debugger, timeouts, until
+from ddptui.rank.asks import (
+    Ask,
+    CollectiveRecord,
+    Collectives,
+    Ddp,
+    Edit,
+    Editing,
+    Eval,
+    Interrupt,
+    SaveCollectives,
+    Skip,
+    Skipping,
+    Stack,
+    Store,
+    StoreAddress,
+    Summary,
+    ThreadStack,
+    Timeouts,
+    UntilArm,
+    UntilDisarm,
+    UntilHold,
+    UntilPending,
+    UntilRelease,
+    kind_of,
+)
 from ddptui.rank.protocol import (
     PLAIN_INPUT_ENV,
     PLAIN_UNTIL_EDITED,
@@ -56,12 +83,15 @@ def _answer(request: Request, send: Callable[[Message], None]) -> None:
 
 
 def handle(request: Request) -> Reply:
-    """Answer one request; any failure becomes an error reply."""
-    handler = HANDLERS.get(request.kind)
-    if handler is None:
+    """Answer one request with the handler of its declared kind; any failure becomes an error reply
+    (arguments the kind does not take too)."""
+    kind = kind_of(request.kind, request.args)
+    run = None if kind is None else HANDLERS.get(kind)
+    if kind is None or run is None:
         return Reply(request.id, False, error=f"unknown request {request.kind!r}")
     try:
-        return Reply(request.id, True, handler(request.args))
+        ask = kind.from_args(request.args)
+        return Reply(request.id, True, ask.write_reply(run(ask)))
     except Exception as exc:  # the rank must never die of a question
         return Reply(request.id, False, error=f"{type(exc).__name__}: {exc}"[:REPR_LIMIT])
 
@@ -80,20 +110,18 @@ def user_stack() -> tuple[list[types.FrameType], int]:
     return frames, (user[-1] if user else len(frames) - 1)
 
 
-def evaluate(args: dict[str, Any]) -> dict[str, Any]:
+def evaluate(ask: Eval) -> Summary:
     """`eval`: an expression in the current frame, or in stack frame `frame` (as `where` numbers it)."""
-    expr = str(args.get("expr", ""))
     frames, current = user_stack()
     if not frames:
         raise LookupError("no Python frame to evaluate in")
-    index = args.get("frame")
-    index = current if index is None else int(index)
+    index = current if ask.frame is None else ask.frame
     if not 0 <= index < len(frames):
         raise LookupError(f"no frame {index} (the stack has {len(frames)})")
     frame = frames[index]
     pdb = debugger.active
     scope = pdb.curframe_locals if pdb is not None and frame is pdb.curframe else frame.f_locals
-    value = eval(compile(expr, "<ddptui>", "eval"), frame.f_globals, scope)
+    value = eval(compile(ask.expr, "<ddptui>", "eval"), frame.f_globals, scope)
     result = summarize(value)
     result["frame"] = debugger.location(frame).to_json()
     return result
@@ -120,7 +148,7 @@ def _live_frames(frame: types.FrameType | None) -> list[types.FrameType]:
     return frames[::-1]
 
 
-def stacks(args: dict[str, Any]) -> list[dict[str, Any]]:
+def stacks(ask: Stack) -> tuple[ThreadStack, ...]:
     """`stack`: every thread's Python stack (outermost first), ddptui's own threads marked.
 
     A main thread at a prompt reports the debugger's stack: in post-mortem that is where the
@@ -128,7 +156,7 @@ def stacks(args: dict[str, Any]) -> list[dict[str, Any]]:
     """
     names = {thread.ident: thread.name for thread in threading.enumerate()}
     main = threading.main_thread().ident
-    threads: list[dict[str, Any]] = []
+    threads = []
     for ident, frame in sys._current_frames().items():
         if ident == main and debugger.active is not None:  # what `where` shows, not pdb's own frames
             frames = [
@@ -137,18 +165,11 @@ def stacks(args: dict[str, Any]) -> list[dict[str, Any]]:
         else:
             frames = [debugger.location(f) for f in _live_frames(frame)]
         name = names.get(ident, f"thread {ident}")
-        threads.append(
-            {
-                "name": name,
-                "main": ident == main,
-                "ddptui": name.startswith("ddptui-"),
-                "frames": [f.to_json() for f in frames],
-            }
-        )
-    return threads
+        threads.append(ThreadStack(name, ident == main, name.startswith("ddptui-"), tuple(frames)))
+    return tuple(threads)
 
 
-def store(args: dict[str, Any]) -> dict[str, Any] | None:
+def store(ask: Store) -> StoreAddress | None:
     """`store`: the rendezvous store the main thread is creating in torch's `_create_c10d_store`
     (it retries its connect with a backoff): host, port, and whether this rank is a client of it
     (rank 0 hosts it, unless torchrun's agent does). None when the main thread is elsewhere."""
@@ -160,21 +181,17 @@ def store(args: dict[str, Any]) -> dict[str, Any] | None:
     given = frame.f_locals
     rendezvous = sys.modules.get("torch.distributed.rendezvous")
     agent = getattr(rendezvous, "_torchelastic_use_agent_store", lambda: False)()
-    return {
-        "host": str(given["hostname"]),
-        "port": int(given["port"]),
-        "client": bool(agent) or given["rank"] != 0,
-    }
+    return StoreAddress(str(given["hostname"]), int(given["port"]), bool(agent) or given["rank"] != 0)
 
 
-def collectives(args: dict[str, Any]) -> Any:
+def collectives(ask: Collectives) -> list[CollectiveRecord]:
     """`collectives`: this rank's record of collectives (see `ddptui.rank.collectives`)."""
     if "torch.distributed" not in sys.modules:
         return []
     from ddptui.rank.collectives import collective_log  # type: ignore[import-not-found,unused-ignore]
 
-    last = args.get("last")
-    return collective_log(int(last) if last is not None else None)
+    log: list[CollectiveRecord] = collective_log(ask.last)
+    return log
 
 
 def save_collectives() -> bool:
@@ -188,26 +205,20 @@ def save_collectives() -> bool:
     return write_fr_trace(path) is None
 
 
-def skip(args: dict[str, Any]) -> dict[str, Any]:
-    """`skip`: change which hard-coded breakpoints stop; say where this rank's prompt came from.
-
-    Args (all optional): `sites` [[file, line], ...] to skip, `all` (bool) to skip every one or
-    stop skipping them all, `none` (true) to forget every skip.
-    """
+def skip(ask: Skip) -> Skipping:
+    """`skip`: change which hard-coded breakpoints stop; say where this rank's prompt came from."""
     skips = debugger.Skips
-    if args.get("none"):
+    if ask.none:
         skips.sites.clear()
         skips.everything = False
-    if "all" in args:
-        skips.everything = bool(args["all"])
-    for file, line in args.get("sites", ()):
-        skips.sites.add((str(file), int(line)))
+    if ask.all is not None:
+        skips.everything = ask.all
+    skips.sites.update(ask.sites)
     pdb = debugger.active
-    here = list(pdb.site) if pdb is not None and pdb.site is not None else None
-    return {"here": here, "sites": sorted(map(list, skips.sites)), "all": skips.everything}
+    return Skipping(pdb.site if pdb is not None else None, tuple(sorted(skips.sites)), skips.everything)
 
 
-def interrupt(args: dict[str, Any]) -> bool:
+def interrupt(ask: Interrupt) -> bool:
     """`interrupt`: SIGINT to this rank's main thread, not to its process group (a DataLoader
     worker is left alone), so it stops at the line it runs (`debugger.on_interrupt`).
 
@@ -223,26 +234,32 @@ def interrupt(args: dict[str, Any]) -> bool:
     return True
 
 
-def edit(args: dict[str, Any]) -> dict[str, Any]:
+def edit(ask: Edit) -> Editing:
     """`edit`: a person types at this rank's prompt: read it through readline (`line_input`)."""
     if os.environ.get(PLAIN_INPUT_ENV) != PLAIN_UNTIL_EDITED:
-        return {"editing": False}
+        return Editing(False)
     from ddptui.rank import line_input
 
-    return line_input.edit(args)
+    return Editing(line_input.edit())
 
 
-HANDLERS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "edit": edit,
-    "interrupt": interrupt,
-    "eval": evaluate,
-    "stack": stacks,
-    "store": store,
-    "collectives": collectives,
-    "skip": skip,
-    "until_collective": until.handle,
-    "save_collectives": lambda args: save_collectives(),
-    "ddp": ddp.ddp,
-    "timeouts": lambda args: timeouts.user_timeouts(),
-}
-"""Request kinds and their handlers."""
+HANDLERS: dict[type[Ask[Any]], Callable[[Any], Any]] = dict(
+    [
+        Eval.answered_by(evaluate),
+        Stack.answered_by(stacks),
+        Store.answered_by(store),
+        Collectives.answered_by(collectives),
+        SaveCollectives.answered_by(lambda ask: save_collectives()),
+        Skip.answered_by(skip),
+        Interrupt.answered_by(interrupt),
+        Edit.answered_by(edit),
+        Ddp.answered_by(lambda ask: ddp.ddp()),
+        Timeouts.answered_by(lambda ask: timeouts.user_timeouts()),
+        UntilArm.answered_by(lambda ask: until.arm()),
+        UntilDisarm.answered_by(lambda ask: until.disarm()),
+        UntilPending.answered_by(lambda ask: until.pending()),
+        UntilHold.answered_by(lambda ask: until.hold(ask.why)),
+        UntilRelease.answered_by(lambda ask: until.release()),
+    ]
+)
+"""Every declared request kind and the function that answers it (`Ask.answered_by` checks the pair)."""

@@ -1,6 +1,6 @@
 """Stop before the next collective: the rank side of `:until-collective`. Standard library only.
 
-The core arms a one-shot stop (request `until_collective`, `{"do": "arm"}`) and sends `c`. Arming
+The core arms a one-shot stop (request `UntilArm`, `until_collective` on the wire) and sends `c`. Arming
 puts thin wrappers around `torch.distributed`'s Python collective functions (or an import hook
 that does so once torch loads); the first call on the main thread disarms, takes the wrappers out
 again and opens a `RankPdb` prompt at the user's calling frame, before the collective runs. A
@@ -11,9 +11,9 @@ module's last forward asked for that synchronisation. What it cannot see: other 
 from C++ and ops called through references taken while no wrapper was in place; a rank blocked in
 one shows as `waiting`.
 
-`{"do": "pending"}` says what the stopped rank is about to enter, and disarms (a rank may have
-stopped elsewhere: a breakpoint); `{"do": "hold", "why": ...}` keeps it from entering that
-collective — any command that would run it reopens the prompt instead — until `{"do": "release"}`.
+`UntilPending` says what the stopped rank is about to enter, and disarms (a rank may have
+stopped elsewhere: a breakpoint); `UntilHold` keeps it from entering that collective — any
+command that would run it reopens the prompt instead — until `UntilRelease`.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ddptui.rank import collectives, debugger
+from ddptui.rank.asks import Armed
 from ddptui.rank.call_sites import is_core_library, is_user_code
 from ddptui.rank.ddp import ddp_modules
 from ddptui.rank.hooks import C10D, when_imported
@@ -58,33 +59,14 @@ class _Stop:
     lock = threading.Lock()
 
 
-def handle(args: dict[str, Any]) -> Any:
-    """The `until_collective` request: `do` is `arm`, `disarm`, `pending`, `hold` or `release`."""
-    do = args.get("do")
-    if do == "arm":
-        return arm()
-    if do == "disarm":
-        disarm()
-        return None
-    if do == "pending":
-        return pending()
-    if do == "hold":
-        _Stop.held = str(args.get("why") or "it differs across ranks") if _Stop.pending else ""
-        return bool(_Stop.held)
-    if do == "release":
-        _Stop.held = ""
-        return True
-    raise ValueError(f"unknown until_collective action {do!r}")
-
-
-def arm() -> dict[str, Any]:
+def arm() -> Armed:
     """Stop before the next collective the main thread enters; `hooked` is False until torch loads."""
     with _Stop.lock:
         _Stop.armed = True
         hooked = _install()
         if not hooked:
             _hook_import()
-    return {"armed": True, "hooked": hooked}
+    return Armed(True, hooked)
 
 
 def disarm() -> None:
@@ -92,6 +74,19 @@ def disarm() -> None:
     with _Stop.lock:
         _Stop.armed = False
         _uninstall()
+
+
+def hold(why: str) -> bool:
+    """Keep the stopped main thread from entering its pending collective, `why`; False when it
+    is not stopped before one."""
+    _Stop.held = (why or "it differs across ranks") if _Stop.pending else ""
+    return bool(_Stop.held)
+
+
+def release() -> bool:
+    """Let a held main thread enter its collective."""
+    _Stop.held = ""
+    return True
 
 
 def pending() -> dict[str, Any] | None:

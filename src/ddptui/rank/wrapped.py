@@ -24,7 +24,7 @@ import threading
 import types
 from typing import Any
 
-from ddptui.rank import collectives, debugger, fatal, requests, spawns, timeouts
+from ddptui.rank import collectives, debugger, fatal, spawns, timeouts
 from ddptui.rank.hooks import C10D, when_imported
 from ddptui.rank.link import link
 from ddptui.rank.protocol import RANK_ENV, SOCKET_ENV, STATE_DIR_ENV, Exited, Identity
@@ -81,7 +81,9 @@ def become_rank(rank: int, local_rank: int | None, world_size: int | None) -> bo
             socket.gethostname(),
             os.getpid(),
         )
-        link.connect(identity)
+        from ddptui.rank.__main__ import answer_later  # a rank's start-up code, shared
+
+        link.connect(identity, answer_later)
         if not link.connected:
             return False
         relay = Relay(link.send)
@@ -216,7 +218,9 @@ def _finish(owner: int) -> None:
     record = None
     if "torch.distributed" in sys.modules:
         record = collectives.collective_log()
-        requests.save_collectives()
+        from ddptui.rank.__main__ import save_collectives
+
+        save_collectives()
     relay.stop()
     link.send(Exited(_exit_code or 0, record))
     link.close()

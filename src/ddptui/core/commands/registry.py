@@ -20,7 +20,9 @@ from ddptui.core.model.state import Phase
 from ddptui.core.model.targets import Line, TargetError, by_words, name_ranks, parse_ranks
 from ddptui.core.session.lockstep import Broadcast
 from ddptui.core.session.session import Session
-from ddptui.rank.protocol import Frame, Reply
+from ddptui.core.transport.interface import RequestError, answered
+from ddptui.rank.asks import Eval, Interrupt, Skip, Timeouts
+from ddptui.rank.protocol import Frame
 
 Handler = Callable[[Context, str], Awaitable[Result]]
 
@@ -102,9 +104,9 @@ async def suspended_timeouts(session: Session) -> list[str]:
     """The job's own process-group timeouts that ddptui raised so that pausing cannot kill the job."""
     linked = [rank.index for rank in session.live(range(len(session.ranks))) if rank.transport.linked]
     seen: dict[str, float] = {}
-    for reply in (await session.ask("timeouts", {}, linked, 2.0)).values():
-        if isinstance(reply, Reply) and reply.ok and isinstance(reply.value, dict):
-            seen.update(reply.value)
+    answers = await session.ask(Timeouts(), linked, 2.0)
+    for timeouts in answered(answers).values():
+        seen.update(timeouts)
     paused = {rank.index for rank in session.ranks if rank.state.at_prompt}
     who = f"{name_ranks(paused)} {'is' if len(paused) == 1 else 'are'}"
     while_ = f" while {who} paused" if paused else ""
@@ -135,20 +137,18 @@ async def _skip(ctx: Context, arg: str) -> Result:
     session = ctx.session
     everyone = [rank.index for rank in session.live(range(len(session.ranks)))]
     if arg in ("all", "none"):
-        await session.ask("skip", {"all": True} if arg == "all" else {"none": True}, everyone)
+        await session.ask(Skip(all=True) if arg == "all" else Skip(none=True), everyone)
         if arg == "all":
             return Result(("no breakpoint() stops any more, on any rank (:skip none undoes)",))
         return Result(("every breakpoint() stops again",))
     if arg:
         return Result((f"usage: {COMMANDS['skip'].usage}",), error=True)
     paused = [rank.index for rank in session.live() if rank.state.at_prompt]
-    answers = await session.ask("skip", {}, paused)
-    sites = {
-        tuple(a.value["here"]) for a in answers.values() if isinstance(a, Reply) and a.ok and a.value["here"]
-    }
+    answers = await session.ask(Skip(), paused)
+    sites = {skipping.here for skipping in answered(answers).values() if skipping.here}
     if not sites:
         return Result(("no target rank stands at a breakpoint() call",), error=True)
-    await session.ask("skip", {"sites": [list(site) for site in sites]}, everyone)
+    await session.ask(Skip(sites=tuple(sites)), everyone)
     where = ", ".join(sorted(str(Frame(file, line)) for file, line in sites))
     return Result((f"breakpoint at {where} stops no more, on any rank (:skip none undoes)",))
 
@@ -228,11 +228,11 @@ async def evaluate(session: Session, expr: str, targets: Iterable[int] | None = 
             paused.append(rank.index)
         else:
             answers[rank.index] = f"not at a prompt ({rank.state.describe()})"
-    for index, reply in (await session.ask("eval", {"expr": expr}, paused, EVAL_TIMEOUT)).items():
-        if isinstance(reply, str):
-            answers[index] = f"no answer: {reply}"
+    for index, reply in (await session.ask(Eval(expr), paused, EVAL_TIMEOUT)).items():
+        if isinstance(reply, RequestError):
+            answers[index] = str(reply) if reply.by_rank else f"no answer: {reply}"
         else:
-            answers[index] = reply.value if reply.ok else reply.error
+            answers[index] = reply
     return dict(sorted(answers.items()))
 
 
@@ -393,8 +393,8 @@ async def _interrupt(ctx: Context, arg: str) -> Result:
     running = [rank for rank in session.live() if not rank.state.at_prompt]
     if not running:
         return Result(("no target rank is running: nothing to interrupt",))
-    answers = await session.ask("interrupt", {}, [rank.index for rank in running])
-    done = {i for i, reply in answers.items() if not isinstance(reply, str) and reply.ok and reply.value}
+    answers = await session.ask(Interrupt(), [rank.index for rank in running])
+    done = {i for i, reply in answers.items() if reply is True}
     lines = [f"interrupted {name_ranks(done)}: each stops at the line it runs"] if done else []
     lines += [
         f"rank {rank.index} is {rank.state.describe()}: it stops once that call returns"
@@ -403,7 +403,7 @@ async def _interrupt(ctx: Context, arg: str) -> Result:
     ]
     for index, reply in answers.items():
         if index not in done:
-            why = reply if isinstance(reply, str) else reply.error or "its prompt is open already"
+            why = str(reply) if isinstance(reply, RequestError) else "its prompt is open already"
             lines.append(f"rank {index} not interrupted: {why}")
     return Result(tuple(lines), error=not done)
 

@@ -1,6 +1,6 @@
 """`:until-collective`: run every target rank to its next collective, then say whether they agree.
 
-Each target rank at a prompt is armed (`until_collective` request: the rank stops before the next
+Each target rank at a prompt is armed (`UntilArm` request: the rank stops before the next
 collective its main thread calls from Python) and sent `c` in lockstep. Once every one is back
 at a prompt, waiting or gone, each says what it is about to enter; one table shows the ranks
 side by side. Consistent ranks stay stopped before the collective, ready for a lockstep `n`. On a
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ddptui.core.commands.result import Result
 from ddptui.core.diagnosis.collective_records import WORLD, Record
@@ -20,10 +21,11 @@ from ddptui.core.diagnosis.collectives import RankStatus, diagnose
 from ddptui.core.model.state import Phase
 from ddptui.core.model.targets import format_ranks, name_ranks
 from ddptui.core.session.session import Session
-from ddptui.rank.protocol import Reply
+from ddptui.core.transport.interface import RequestError, answered
+from ddptui.rank.asks import Collectives, UntilArm, UntilHold, UntilPending, UntilRelease
 
-REQUEST = "until_collective"
-"""The request kind the rank side answers (`ddptui.rank.until.handle`)."""
+R = TypeVar("R")
+
 ASK_TIMEOUT = 10.0
 """Seconds a rank has to say what it is about to enter (it reads its Flight Recorder)."""
 RELEASE_HINT = "!n runs it anyway"
@@ -68,8 +70,8 @@ async def until_collective(session: Session, targets: Iterable[int] | None = Non
     ready = [r.index for r in session.live(indices) if r.state.at_prompt and not r.state.post_mortem]
     if not ready:
         return Result(("no target rank is at a prompt it can run on from",), error=True)
-    answers = await session.ask(REQUEST, {"do": "arm"}, ready)
-    armed = [index for index, answer in answers.items() if isinstance(answer, Reply) and answer.ok]
+    answers = await session.ask(UntilArm(), ready)
+    armed = list(answered(answers))
     cleared = (await session.broadcast("c", armed)).cleared_lines() if armed else []
     stops = await gather(session, indices, frozenset(armed))
     states = {rank.index: rank.state.describe() for rank in session.ranks}
@@ -77,8 +79,8 @@ async def until_collective(session: Session, targets: Iterable[int] | None = Non
     for finding in findings:
         if finding.mismatch:
             why = f"{finding.text}; {RELEASE_HINT}"
-            await session.ask(REQUEST, {"do": "hold", "why": why}, sorted(finding.ranks))
-    notes = [f"rank {i} not armed: {_why(a)}" for i, a in answers.items() if i not in armed]
+            await session.ask(UntilHold(why), sorted(finding.ranks))
+    notes = [f"rank {i} not armed: {a}" for i, a in answers.items() if i not in armed]
     lines = [finding.text for finding in findings] + table(stops) + cleared + notes
     return Result(tuple(lines), error=any(f.problem for f in findings) or bool(notes))
 
@@ -87,12 +89,7 @@ async def release(session: Session, targets: Iterable[int] | None = None) -> Non
     """Let held ranks enter the collective they stopped before (`!n`: the user insists)."""
     held = [rank.index for rank in session.live(targets) if rank.state.at_prompt]
     if held:
-        await session.ask(REQUEST, {"do": "release"}, held)
-
-
-def _why(answer: Reply | str) -> str:
-    """Why a rank did not take a request."""
-    return answer if isinstance(answer, str) else answer.error
+        await session.ask(UntilRelease(), held)
 
 
 async def gather(session: Session, indices: Sequence[int], armed: frozenset[int]) -> list[Stop]:
@@ -100,8 +97,8 @@ async def gather(session: Session, indices: Sequence[int], armed: frozenset[int]
     live = {rank.index: rank for rank in session.live(indices)}
     paused = [i for i in indices if i in live and live[i].state.at_prompt and not live[i].state.post_mortem]
     waiting = [i for i in indices if i in live and live[i].state.phase is Phase.WAITING]
-    pending = await session.ask(REQUEST, {"do": "pending"}, paused, ASK_TIMEOUT)
-    last = await session.ask("collectives", {"last": 1}, waiting, ASK_TIMEOUT)
+    pending = await session.ask(UntilPending(), paused, ASK_TIMEOUT)
+    last = await session.ask(Collectives(last=1), waiting, ASK_TIMEOUT)
     stops = []
     for index in indices:
         state = session.ranks[index].state.describe()
@@ -109,7 +106,7 @@ async def gather(session: Session, indices: Sequence[int], armed: frozenset[int]
             stops.append(stop_from(index, state, _value(pending[index]), inside=False))
         elif index in last:
             entries = _value(last[index])
-            entry = entries[-1] if isinstance(entries, list) and entries else None
+            entry = entries[-1] if entries else None
             if index in armed:
                 state += " (stops before its next collective)"
             stops.append(stop_from(index, state, entry, inside=True))
@@ -118,9 +115,9 @@ async def gather(session: Session, indices: Sequence[int], armed: frozenset[int]
     return stops
 
 
-def _value(answer: Reply | str) -> object:
+def _value(answer: R | RequestError) -> R | None:
     """A reply's value; None for an error or no answer."""
-    return answer.value if isinstance(answer, Reply) and answer.ok else None
+    return None if isinstance(answer, RequestError) else answer
 
 
 def stop_from(rank: int, state: str, value: object, inside: bool) -> Stop:

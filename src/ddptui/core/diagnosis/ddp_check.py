@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ddptui.core.model.targets import format_ranks, name_ranks
-from ddptui.rank.protocol import Reply
+from ddptui.core.transport.interface import answered
+from ddptui.rank.asks import Ddp
 
 if TYPE_CHECKING:
     from ddptui.core.session.session import Session
@@ -24,10 +25,8 @@ Module = dict[str, Any]
 
 async def ask(session: Session, ranks: Sequence[int]) -> dict[int, list[Module]]:
     """Each rank's DDP modules (ranks that cannot answer are left out)."""
-    answers = await session.ask("ddp", {}, ranks, 10.0)
-    return {
-        i: a.value for i, a in answers.items() if isinstance(a, Reply) and a.ok and isinstance(a.value, list)
-    }
+    answers = await session.ask(Ddp(), ranks, 10.0)
+    return answered(answers)
 
 
 def check_lines(answers: Mapping[int, list[Module]]) -> list[str]:

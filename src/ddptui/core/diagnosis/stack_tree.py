@@ -29,8 +29,10 @@ from ddptui.core.model.stacks import main_thread, parse_threads
 from ddptui.core.model.targets import name_ranks, parse_ranks
 from ddptui.core.model.text import inert
 from ddptui.core.session.session import Session
+from ddptui.core.transport.interface import RequestError
 from ddptui.rank import protocol
-from ddptui.rank.protocol import Frame, ProtocolError, Reply, is_library
+from ddptui.rank.asks import Collectives, Stack, ThreadStack
+from ddptui.rank.protocol import Frame, is_library
 
 STACK_TIMEOUT = 1.0
 """Seconds a rank has to answer `stack` before its stack is read from a faulthandler dump."""
@@ -287,20 +289,13 @@ def chosen(session: Session, targets: Iterable[int] | None = None) -> list[int]:
     return sorted(set(targets))
 
 
-def main_frames(answer: Reply | str) -> list[Frame] | str:
+def main_frames(answer: tuple[ThreadStack, ...] | RequestError) -> list[Frame] | str:
     """The main thread's frames of a `stack` answer, outermost first; or why there are none."""
-    if isinstance(answer, str):
+    if isinstance(answer, RequestError):
         return f"no answer: {answer}"
-    if not answer.ok:
-        return f"no answer: {answer.error}"
-    threads = answer.value if isinstance(answer.value, list) else []
-    for thread in threads:
-        if isinstance(thread, dict) and thread.get("main"):
-            try:
-                frames = [Frame.from_json(frame) for frame in thread.get("frames", [])]
-            except (ProtocolError, TypeError):
-                return "no answer: a malformed stack"
-            return frames or [placeholder("no frame of the user's code")]
+    for thread in answer:
+        if thread.main:
+            return list(thread.frames) or [placeholder("no frame of the user's code")]
     return "no answer: no main thread"
 
 
@@ -331,7 +326,7 @@ async def _sample(session: Session, indices: list[int]) -> tuple[dict[int, list[
     stacks: dict[int, list[Frame] | str] = {
         i: [placeholder(session.ranks[i].state.describe())] for i in indices if i not in alive
     }
-    answers = await session.ask("stack", {}, alive, STACK_TIMEOUT)
+    answers = await session.ask(Stack(), alive, STACK_TIMEOUT)
     stacks.update((i, main_frames(answer)) for i, answer in answers.items())
     unread = [i for i, frames in stacks.items() if isinstance(frames, str)]
     dumps = await asyncio.gather(*(session.ranks[i].transport.stack_dump() for i in unread))
@@ -348,11 +343,10 @@ async def pending(session: Session, targets: Iterable[int]) -> dict[int, Record 
     says (it marks a collective done a moment after it returns).
     """
     asked = [i for i in targets if session.ranks[i].state.alive and not session.ranks[i].state.at_prompt]
-    answers = await session.ask("collectives", {"last": 1}, asked, COLLECTIVES_TIMEOUT)
+    answers = await session.ask(Collectives(last=1), asked, COLLECTIVES_TIMEOUT)
     found: dict[int, Record | None] = {}
     for index, answer in answers.items():
-        value = answer.value if isinstance(answer, Reply) and answer.ok else None
-        records = parse_log(value) if isinstance(value, list) else []
+        records = [] if isinstance(answer, RequestError) else parse_log(answer)
         found[index] = records[-1] if records and records[-1].pending else None
     return found
 

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 from ddptui.core.diagnosis.collective_records import Record, parse_log
 from ddptui.core.diagnosis.collectives import RankStatus, Verdict, diagnose
 from ddptui.core.model.state import Phase
-from ddptui.rank.protocol import Reply
+from ddptui.core.transport.interface import answered
+from ddptui.rank.asks import Collectives
 
 if TYPE_CHECKING:
     from ddptui.core.session.session import Session
@@ -113,10 +114,10 @@ class VerdictWatch:
                 self.raw[rank.index] = rank.final_collectives
                 self.logs[rank.index] = parse_log(rank.final_collectives)
         asked = [r.index for r in session.live(range(len(session.ranks))) if r.transport.linked]
-        for index, reply in (await session.ask("collectives", {}, asked, LOG_TIMEOUT)).items():
-            if isinstance(reply, Reply) and reply.ok and isinstance(reply.value, list):
-                self.raw[index] = reply.value
-                self.logs[index] = parse_log(reply.value)
+        logs = await session.ask(Collectives(), asked, LOG_TIMEOUT)
+        for index, log in answered(logs).items():
+            self.raw[index] = list(log)
+            self.logs[index] = parse_log(log)
         return self.logs
 
     async def settle(self) -> None:

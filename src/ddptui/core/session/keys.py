@@ -15,6 +15,7 @@ from typing import Any
 from ddptui.core.model.text import terminal_lines
 from ddptui.core.session.rank import Rank
 from ddptui.core.transport.interface import RequestError
+from ddptui.rank.asks import Edit
 
 EDIT_TIMEOUT = 1.5
 """Seconds held keys wait for the rank's answer before they are typed anyway."""
@@ -75,10 +76,11 @@ class PaneKeys:
         """Ask the rank for readline, then type the held keys (typed anyway if it cannot answer)."""
         count = rank.paused_count
         try:
-            await rank.transport.request("edit", {}, EDIT_TIMEOUT)
+            await rank.transport.request(Edit(), EDIT_TIMEOUT)
             self._granted[rank.index] = count
-        except RequestError:
-            pass
+        except RequestError as exc:
+            if exc.by_rank:  # it answered: asking again at the next key would not change that
+                self._granted[rank.index] = count
         finally:
             for data in self._held.pop(rank.index, []):
                 self._type(rank, data)

@@ -16,6 +16,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from ddptui.core.model.fatal import fatal_site
 from ddptui.core.model.state import RUNNING, STARTING, WAITING, RankState
@@ -32,7 +33,10 @@ from ddptui.core.transport.channel import ChannelServer, Connection
 from ddptui.core.transport.interface import RankTransport, RequestError
 from ddptui.core.transport.local import LocalJob, LocalRank, SpawnError
 from ddptui.core.transport.logs import SessionLog
-from ddptui.rank.protocol import Hello, Message, Reply, StartsRanks, mark_key
+from ddptui.rank.asks import Ask
+from ddptui.rank.protocol import Hello, Message, StartsRanks, mark_key
+
+R = TypeVar("R")
 
 TICK = 0.1
 """Seconds between checks for stalled ranks and overdue prompts."""
@@ -309,15 +313,15 @@ class Session:
 
     # -- requests ---------------------------------------------------------------------------
     async def ask(
-        self, kind: str, args: dict[str, object], targets: Iterable[int], timeout: float = 2.0
-    ) -> dict[int, Reply | str]:
-        """Ask every target rank at once; each gets its reply, or a line saying why there is none."""
+        self, ask: Ask[R], targets: Iterable[int], timeout: float = 2.0
+    ) -> dict[int, R | RequestError]:
+        """Ask every target rank at once; each gets its reply, or the error saying why there is none."""
 
-        async def one(rank: Rank) -> Reply | str:
+        async def one(rank: Rank) -> R | RequestError:
             try:
-                return await rank.transport.request(kind, args, timeout)
+                return await rank.transport.request(ask, timeout)
             except RequestError as exc:
-                return str(exc)
+                return exc
 
         ranks = [self.ranks[index] for index in targets]
         answers = await asyncio.gather(*(one(rank) for rank in ranks))

@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 from ddptui.core.model.stacks import blocked_at, joining_store, main_thread, parse_threads
 from ddptui.core.model.state import Frame, Phase
 from ddptui.core.session.rank import Rank
 from ddptui.core.transport.interface import RequestError
 from ddptui.core.transport.launch import listening
-from ddptui.rank.protocol import ProtocolError
+from ddptui.rank.asks import Stack, Store
 
 IDLE_WINDOW = 0.5
 """Seconds of CPU accounting behind an idle/busy verdict."""
@@ -43,16 +42,12 @@ async def main_stack(rank: Rank) -> list[Frame]:
     if not transport.linked:
         return []
     try:
-        reply = await transport.request("stack", {}, 0.5)
+        threads = await transport.request(Stack(), 0.5)
     except RequestError:
-        reply = None
-    if reply is not None and reply.ok and isinstance(reply.value, list):
-        for thread in reply.value:
-            if isinstance(thread, dict) and thread.get("main"):
-                try:
-                    return [Frame.from_json(f) for f in reversed(thread["frames"])]
-                except (ProtocolError, TypeError, KeyError):
-                    break  # a malformed answer: the dump tells instead
+        threads = ()
+    for thread in threads:
+        if thread.main:
+            return list(reversed(thread.frames))
     return main_thread(parse_threads(await transport.stack_dump()))
 
 
@@ -60,15 +55,10 @@ async def joining_open_store(rank: Rank) -> bool:
     """True when the rank, standing in the store's creation, is a client of a store that listens
     on this machine (its own `store` answer says which store); False when that cannot be told."""
     try:
-        reply = await rank.transport.request("store", {}, 0.5)
+        store = await rank.transport.request(Store(), 0.5)
     except RequestError:
         return False
-    store: Any = reply.value if reply.ok else None
-    try:
-        client, host, port = store["client"] is True, str(store["host"]), int(store["port"])
-    except (KeyError, TypeError, ValueError):
-        return False
-    return client and await asyncio.to_thread(listening, host, port)
+    return store is not None and store.client and await asyncio.to_thread(listening, store.host, store.port)
 
 
 class StallWatch:

@@ -10,15 +10,18 @@ import asyncio
 import contextlib
 import shutil
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from ddptui.core.session import wrap
 from ddptui.core.session.rank import Rank
 from ddptui.core.session.reports import keep_reports
 from ddptui.core.session.resources import Resources
+from ddptui.core.transport.interface import RequestError
 from ddptui.core.transport.launch import LaunchSpec
 from ddptui.core.transport.logs import SessionLog
-from ddptui.rank.protocol import Reply
+from ddptui.rank.asks import Ask, SaveCollectives
+
+R = TypeVar("R")
 
 
 class Ending(Protocol):
@@ -38,8 +41,8 @@ class Ending(Protocol):
         """The live ranks among `targets`."""
 
     def ask(
-        self, kind: str, args: dict[str, object], targets: Iterable[int], timeout: float = 2.0
-    ) -> Awaitable[dict[int, Reply | str]]:
+        self, ask: Ask[R], targets: Iterable[int], timeout: float = 2.0
+    ) -> Awaitable[dict[int, R | RequestError]]:
         """Ask every target rank at once."""
 
     def wait_until(self, condition: Callable[[], bool], timeout: float | None = None) -> Awaitable[bool]:
@@ -62,7 +65,7 @@ async def close(session: Ending, grace: float = 0.5) -> None:
         task.cancel()
     if held.log is not None:  # the ranks about to be ended leave their collectives for the logs
         linked = [r.index for r in session.live(range(len(session.ranks))) if r.transport.linked]
-        await session.ask("save_collectives", {}, linked, 3.0)
+        await session.ask(SaveCollectives(), linked, 3.0)
     released = RELEASED[session.spec.on_disconnect]
     for rank in session.ranks:
         if wrap.remote(rank):

@@ -15,8 +15,10 @@ import os
 import socket
 import struct
 from collections.abc import Callable
+from typing import Any
 
 from ddptui.rank import protocol
+from ddptui.rank.asks import Ask
 from ddptui.rank.protocol import Hello, Message, ProtocolError, Reply, Request
 
 HELLO_TIMEOUT = 10.0
@@ -140,14 +142,14 @@ class Connection(asyncio.BufferedProtocol):
         if self._transport is not None and not self._transport.is_closing():
             self._transport.write(message.encode())
 
-    async def request(self, kind: str, args: dict[str, object], timeout: float) -> Reply:
+    async def request(self, ask: Ask[Any], timeout: float) -> Reply:
         """Send a request and wait for its reply; TimeoutError after `timeout` (+ a margin)."""
         if self._transport is None or self._transport.is_closing():
             raise ConnectionError("the rank's link is closed")
         number = next(self._ids)
         waiter: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self._replies[number] = waiter
-        self._transport.write(Request(number, kind, dict(args), timeout).encode())
+        self._transport.write(Request(number, ask.KIND, ask.args(), timeout).encode())
         try:
             return await asyncio.wait_for(waiter, timeout + 1.0)
         finally:

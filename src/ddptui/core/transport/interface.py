@@ -9,14 +9,29 @@ over their own connection. Nothing outside an implementation knows about pids, p
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from ddptui.core.transport.channel import Connection
-from ddptui.rank.protocol import Identity, Message, Reply
+from ddptui.rank.asks import Ask
+from ddptui.rank.protocol import Identity, Message, ProtocolError
+
+R = TypeVar("R")
 
 
 class RequestError(Exception):
-    """A request the rank could not answer: no link, a timeout, or the rank's own error."""
+    """A request the rank gave no value for: no link, a timeout, a malformed reply, or the rank's
+    own error (`by_rank`); its text says which."""
+
+    def __init__(self, why: str, by_rank: bool = False) -> None:
+        super().__init__(why)
+        self.by_rank = by_rank
+        """The rank answered with an error of its own (the expression it evaluated raised, say)."""
+
+
+def answered(answers: Mapping[int, R | RequestError]) -> dict[int, R]:
+    """The values of the ranks that gave one (`Session.ask`'s answers without the failures)."""
+    return {index: answer for index, answer in answers.items() if not isinstance(answer, RequestError)}
 
 
 class RankTransport(abc.ABC):
@@ -49,14 +64,21 @@ class RankTransport(abc.ABC):
     UNLINKED = "the rank has no ddptui link (not started yet, or not a ddptui rank)"
     """Why a request fails before the rank's link said hello."""
 
-    async def request(self, kind: str, args: dict[str, object], timeout: float) -> Reply:
-        """Ask the rank something over its link; raise RequestError when it cannot answer."""
+    async def request(self, ask: Ask[R], timeout: float) -> R:
+        """Ask the rank something over its link: its reply, of the type `ask` declares; raise
+        RequestError when there is none."""
         if self.connection is None:
             raise RequestError(self.UNLINKED)
         try:
-            return await self.connection.request(kind, args, timeout)
+            reply = await self.connection.request(ask, timeout)
         except (TimeoutError, ConnectionError) as exc:
             raise RequestError(str(exc) or "no reply in time") from None
+        if not reply.ok:
+            raise RequestError(reply.error, by_rank=True)
+        try:
+            return ask.read_reply(reply.value)
+        except ProtocolError as exc:
+            raise RequestError(f"a malformed reply ({exc})") from None
 
     @abc.abstractmethod
     async def stack_dump(self) -> str:

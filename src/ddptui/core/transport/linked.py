@@ -17,7 +17,8 @@ from ddptui.core.model.state import NO_STATUS
 from ddptui.core.transport.channel import Connection
 from ddptui.core.transport.interface import RankTransport, RequestError
 from ddptui.core.transport.usage import tree_usage
-from ddptui.rank.protocol import Exited, Frame, Hello, Input, Message, Output, ProtocolError, Resize
+from ddptui.rank.asks import Stack
+from ddptui.rank.protocol import Exited, Hello, Input, Message, Output, Resize
 
 
 class LinkedRank(RankTransport):
@@ -97,19 +98,15 @@ class LinkedRank(RankTransport):
     async def stack_dump(self) -> str:
         """The main thread's stack from the rank's own `stack` answer, in faulthandler's layout."""
         try:
-            reply = await self.request("stack", {}, 1.0)
+            threads = await self.request(Stack(), 1.0)
         except RequestError:
             return ""
-        if not reply.ok or not isinstance(reply.value, list):
-            return ""
         lines = []
-        for thread in reply.value:
-            if isinstance(thread, dict) and thread.get("main"):
+        for thread in threads:
+            if thread.main:
                 lines.append("Current thread 0x0000000000000000 (most recent call first):")
-                for value in reversed(thread.get("frames", [])):
-                    with contextlib.suppress(ProtocolError):
-                        frame = Frame.from_json(value)
-                        lines.append(f'  File "{frame.file}", line {frame.line} in {frame.func}')
+                for frame in reversed(thread.frames):
+                    lines.append(f'  File "{frame.file}", line {frame.line} in {frame.func}')
         return "\n".join(lines) + "\n" if lines else ""
 
     def sample(self) -> None:
