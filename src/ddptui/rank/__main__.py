@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Callable
 from typing import IO, Any
 
-from ddptui.rank import collectives, debugger, fatal, spawns, timeouts
+from ddptui.rank import collectives, debugger, fatal, spawns, timeouts, topology
 from ddptui.rank.link import link
 from ddptui.rank.protocol import (
     STATE_DIR_ENV,
@@ -149,6 +149,7 @@ def run(argv: list[str]) -> int:
         fatal.install(os.path.join(state_dir, f"fatal-{rank}.txt"))
     collectives.install_wrappers_on_import()
     timeouts.install_on_import()
+    topology.track_meshes()
     spawns.refuse_in_rank(link.send, StartsRanks(spawns.LAUNCHER))
     link.connect(identity(rank), answer_later)
     try:

@@ -217,6 +217,13 @@ class Timeouts(Ask[dict[str, float]]):
     KIND: ClassVar[str] = "timeouts"
 
 
+@dataclass(frozen=True)
+class Topology(Ask[dict[str, Any]]):
+    """The process groups this rank is in and the device meshes it knows (`ddptui.rank.topology`)."""
+
+    KIND: ClassVar[str] = "topology"
+
+
 UNTIL = "until_collective"
 """The wire kind of the stop before the next collective (`ddptui.rank.until`): one per `do`."""
 
@@ -276,7 +283,7 @@ def _table(*kinds: type[Ask[Any]]) -> dict[tuple[str, str], type[Ask[Any]]]:
 
 
 KINDS = _table(
-    Eval, Stack, Store, Collectives, SaveCollectives, Skip, Interrupt, Edit, Ddp, Timeouts,
+    Eval, Stack, Store, Collectives, SaveCollectives, Skip, Interrupt, Edit, Ddp, Timeouts, Topology,
     UntilArm, UntilDisarm, UntilPending, UntilHold, UntilRelease,
 )  # fmt: skip
 """Every request kind, by its kind and action on the wire."""

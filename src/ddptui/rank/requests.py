@@ -19,7 +19,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from ddptui.rank import ddp, debugger, timeouts, until
+from ddptui.rank import ddp, debugger, timeouts, topology, until
 from ddptui.rank.asks import (
     Ask,
     CollectiveRecord,
@@ -38,6 +38,7 @@ from ddptui.rank.asks import (
     Summary,
     ThreadStack,
     Timeouts,
+    Topology,
     UntilArm,
     UntilDisarm,
     UntilHold,
@@ -255,6 +256,7 @@ HANDLERS: dict[type[Ask[Any]], Callable[[Any], Any]] = dict(
         Edit.answered_by(edit),
         Ddp.answered_by(lambda ask: ddp.ddp()),
         Timeouts.answered_by(lambda ask: timeouts.user_timeouts()),
+        Topology.answered_by(lambda ask: topology.topology()),
         UntilArm.answered_by(lambda ask: until.arm()),
         UntilDisarm.answered_by(lambda ask: until.disarm()),
         UntilPending.answered_by(lambda ask: until.pending()),

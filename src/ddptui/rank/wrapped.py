@@ -24,7 +24,7 @@ import threading
 import types
 from typing import Any
 
-from ddptui.rank import collectives, debugger, fatal, spawns, timeouts
+from ddptui.rank import collectives, debugger, fatal, spawns, timeouts, topology
 from ddptui.rank.hooks import C10D, when_imported
 from ddptui.rank.link import link
 from ddptui.rank.protocol import RANK_ENV, SOCKET_ENV, STATE_DIR_ENV, Exited, Identity
@@ -56,6 +56,7 @@ def boot() -> None:
     if not os.environ.get(SOCKET_ENV) or os.environ.get(OWNER_ENV):
         return  # not ddptui's job, or a rank's own child
     timeouts.install_on_import()
+    topology.track_meshes()
     collectives.install_wrappers_on_import()
     spawns.install_for_wrapped(_crashed_in_worker)
     when_imported(C10D, _hook_init)

@@ -80,24 +80,31 @@ async def run(ctx: Context, text: str) -> Result:
         return Result((str(exc),), error=True)
 
 
-@command("ranks", "r", usage=":ranks [0,2-3|all]", help="show or set the ranks a command goes to")
+@command("ranks", "r", usage=":ranks [0,2-3|all|tp=0]", help="show or set the ranks a command goes to")
 async def _ranks(ctx: Context, arg: str) -> Result:
     """Show or set the default targets."""
     session = ctx.session
     return Result((session.set_targets(arg),))
 
 
-@command("state", "status", usage=":state", help="every rank's state, host and pid")
+@command("state", "status", usage=":state", help="every rank's state, mesh coordinates, host and pid")
 async def _state(ctx: Context, arg: str) -> Result:
     """One line per rank, the waiting ones placed afresh."""
     session = ctx.session
     await session.replace_waiting()
+    topology = await session.topology_reader.read()
     lines = []
     for rank in session.ranks:
         who = rank.identity
         where = f"  [local rank {who.local_rank} on {who.host}, pid {who.pid}]" if who is not None else ""
-        lines.append(f"rank {rank.index}: {rank.state.describe()}{where}")
+        lines.append(f"{topology.label(rank.index)}: {rank.state.describe()}{where}")
     return Result((*lines, *await suspended_timeouts(session)))
+
+
+@command("mesh", usage=":mesh", help="the device mesh (each rank's coordinates) and every process group")
+async def _mesh(ctx: Context, arg: str) -> Result:
+    """What the ranks say of their meshes and groups, asked afresh."""
+    return Result(tuple((await ctx.session.topology_reader.read()).describe()))
 
 
 async def suspended_timeouts(session: Session) -> list[str]:
@@ -110,9 +117,13 @@ async def suspended_timeouts(session: Session) -> list[str]:
     paused = {rank.index for rank in session.ranks if rank.state.at_prompt}
     who = f"{name_ranks(paused)} {'is' if len(paused) == 1 else 'are'}"
     while_ = f" while {who} paused" if paused else ""
+    groups: dict[float, list[str]] = {}
+    for name, seconds in sorted(seen.items(), key=lambda item: (len(item[0]), item[0])):
+        groups.setdefault(seconds, []).append(session.topology.group_name(name))
     return [
-        f"user timeout {seconds:g} s of process group {name} suspended{while_} (--pg-timeout applies)"
-        for name, seconds in sorted(seen.items())
+        f"user timeout {seconds:g} s of {'process group' if len(names) == 1 else 'process groups'} "
+        f"{', '.join(names)} suspended{while_} (--pg-timeout applies)"
+        for seconds, names in groups.items()
     ]
 
 

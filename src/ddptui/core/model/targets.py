@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+
+Select = Callable[[str], frozenset[int]]
+"""Ranks by mesh coordinates (`tp=0`, `dp=1,tp=0-1`); raises ValueError for what it cannot select."""
 
 
 class TargetError(ValueError):
@@ -11,14 +14,20 @@ class TargetError(ValueError):
 
 
 def parse_ranks(
-    text: str, world_size: int, groups: Mapping[str, frozenset[int]] | None = None
+    text: str,
+    world_size: int,
+    groups: Mapping[str, frozenset[int]] | None = None,
+    select: Select | None = None,
 ) -> frozenset[int]:
-    """Parse `0,2-3`, `all` or a group's name into a set of ranks below `world_size`."""
+    """Parse `0,2-3`, `all`, a group's name or mesh coordinates (`tp=0`, with `select`) into a set
+    of ranks below `world_size`."""
     text = text.strip()
     if text in ("all", "*"):
         return frozenset(range(world_size))
     if groups and text in groups:
         return groups[text]
+    if "=" in text and select is not None:
+        return _by_coordinates(text, world_size, select)
     ranks: set[int] = set()
     for part in filter(None, (p.strip() for p in text.split(","))):
         low, sep, high = part.partition("-")
@@ -26,7 +35,7 @@ def parse_ranks(
             first, last = int(low), int(high if sep else low)
         except ValueError:
             raise TargetError(
-                f"not a rank list or group: {text!r} (use e.g. 0,2-3, all, or :group)"
+                f"not a rank list or group: {text!r} (use e.g. 0,2-3, all, tp=0 on a mesh, or :group)"
             ) from None
         if first > last or first < 0 or last >= world_size:
             raise TargetError(f"no such ranks: {part} (ranks are 0-{world_size - 1})")
@@ -34,6 +43,17 @@ def parse_ranks(
     if not ranks:
         raise TargetError(f"not a rank list: {text!r} (use e.g. 0,2-3 or all)")
     return frozenset(ranks)
+
+
+def _by_coordinates(text: str, world_size: int, select: Select) -> frozenset[int]:
+    """The ranks at the mesh coordinates `text` names; TargetError when none are."""
+    try:
+        ranks = frozenset(rank for rank in select(text) if rank < world_size)
+    except ValueError as exc:
+        raise TargetError(str(exc)) from None
+    if not ranks:
+        raise TargetError(f"no rank at {text}")
+    return ranks
 
 
 def format_ranks(ranks: frozenset[int] | set[int]) -> str:
@@ -99,7 +119,12 @@ EXECUTION_COMMANDS = frozenset(
 """pdb commands that let the program run (the divergence guard holds them back)."""
 
 
-def parse_line(line: str, world_size: int, groups: Mapping[str, frozenset[int]] | None = None) -> Line:
+def parse_line(
+    line: str,
+    world_size: int,
+    groups: Mapping[str, frozenset[int]] | None = None,
+    select: Select | None = None,
+) -> Line:
     """Classify a line typed into the command line or read from a batch file."""
     stripped = line.strip()
     if not stripped:
@@ -114,7 +139,7 @@ def parse_line(line: str, world_size: int, groups: Mapping[str, frozenset[int]] 
         stripped = stripped.strip()
         if not stripped:
             raise TargetError(f"no command after @{spec}")
-        targets = parse_ranks(spec, world_size, groups)
+        targets = parse_ranks(spec, world_size, groups, select)
     forced = stripped.startswith("!") and stripped[1:].split(" ", 1)[0] in EXECUTION_COMMANDS
     if forced:  # `!n` is ddptui's "send anyway"; other `!statement` lines are pdb's own
         stripped = stripped[1:]

@@ -142,7 +142,7 @@ class Topology:
             lines += [f"  {self.label(rank)}" for rank in sorted(mesh.at)]
         for name in sorted(self.groups, key=_natural):
             group = self.groups[name]
-            desc = f" ({group.desc})" if group.desc and group.desc != "default_pg" else ""
+            desc = f" ({group.desc})" if group.desc not in ("", "default_pg", "undefined") else ""
             lines.append(
                 f"group {name}: {self.group_name(name)}{desc}, ranks {format_ranks(set(group.ranks))}"
             )

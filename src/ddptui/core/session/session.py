@@ -19,14 +19,16 @@ from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from ddptui.core.model.fatal import fatal_site
-from ddptui.core.model.state import RUNNING, STARTING, WAITING, RankState
+from ddptui.core.model.state import PAUSED, RUNNING, STARTING, WAITING, RankState
 from ddptui.core.model.targets import Line, format_ranks, parse_line, parse_ranks
+from ddptui.core.model.topology import Topology
 from ddptui.core.session import teardown, wrap
 from ddptui.core.session.arrivals import Arrivals
 from ddptui.core.session.keys import PaneKeys
 from ddptui.core.session.lockstep import Broadcast, Lockstep, wake
 from ddptui.core.session.rank import Rank
 from ddptui.core.session.resources import Resources
+from ddptui.core.session.topology import TopologyReader
 from ddptui.core.session.watchdog import Watchdog
 from ddptui.core.transport import launch
 from ddptui.core.transport.channel import ChannelServer, Connection
@@ -77,6 +79,14 @@ class Session:
         """Marks stalled ranks waiting; once it runs, it wakes every waiter once a tick."""
         self.arrivals = Arrivals(self)
         """Wrap and listen mode: the job's own launcher, and the ranks that connect."""
+        self.topology_reader = TopologyReader(self, self.resources.spawn)
+        """The job's process groups and device meshes, as its ranks tell them."""
+        self.lockstep.on_step.append(self.topology_reader.soon)
+
+    @property
+    def topology(self) -> Topology:
+        """What is known of the job's process groups and device meshes."""
+        return self.topology_reader.known
 
     @property
     def launcher(self) -> wrap.Launcher | None:
@@ -255,6 +265,8 @@ class Session:
             self._watchdog.active.add(index)
         else:
             self._watchdog.active.discard(index)
+            if phase is PAUSED and rank.paused_count == 1:  # a first prompt: the groups exist by now
+                self.topology_reader.soon()
         for callback in self.on_state:
             callback(index, state)
         if self._changed:
@@ -366,7 +378,7 @@ class Session:
     def set_targets(self, spec: str) -> str:
         """`:ranks 0,2-3` / `:ranks all`: set the default target; returns a line for the user."""
         if spec.strip():
-            ranks = parse_ranks(spec, len(self.ranks), self.groups)
+            ranks = parse_ranks(spec, len(self.ranks), self.groups, self.topology.select)
             self.targets = None if len(ranks) == len(self.ranks) else ranks
         return f"target ranks: {'all' if self.targets is None else format_ranks(self.targets)}"
 
@@ -382,7 +394,7 @@ class Session:
 
     def parse(self, line: str) -> Line:
         """Classify a typed line (see `targets.parse_line`)."""
-        return parse_line(line, len(self.ranks), self.groups)
+        return parse_line(line, len(self.ranks), self.groups, self.topology.select)
 
     # -- teardown ---------------------------------------------------------------------------
     async def close(self, grace: float = 0.5) -> None:
