@@ -15,11 +15,14 @@ from ddptui.core.commands.collectives_table import collectives_table
 from ddptui.core.diagnosis.collective_records import Record, log_error, parse_log
 from ddptui.core.diagnosis.collectives import RankStatus, diagnose, verdict_lines
 from ddptui.core.model.state import RankState
+from ddptui.core.model.topology import Topology
 from ddptui.rank import collectives as rank_side
 from ddptui.rank import flight_recorder
 from ddptui.rank.protocol import Frame
 
 FIXTURES = Path(__file__).parent / "fixtures"
+TP_MESH = {"dims": ["dp", "tp"], "ranks": [[0, 1], [2, 3]]}
+"""A 2x2 (dp, tp) device mesh as a rank describes it."""
 
 
 def rec(
@@ -298,8 +301,22 @@ def test_subgroups_are_paired_on_their_own() -> None:
     }
     statuses = {0: waiting(), 1: RankStatus("paused at train.py:40"), 2: RankStatus("paused at train.py:40")}
     assert verdict_lines(logs, statuses) == [
-        "hang: rank 1 is missing from collective #2 on group 1 all_reduce [3] float32 (train.py:10); "
-        "rank 1 completed #1 on group 1 and is paused at train.py:40"
+        "hang: rank 1 is missing from group 1 #2 all_reduce [3] float32 (train.py:10); "
+        "rank 1 completed group 1 #1 and is paused at train.py:40"
+    ]
+
+
+def test_groups_are_named_in_the_users_words_once_the_topology_is_known() -> None:
+    logs = {r: [rec(1)] for r in range(4)}
+    logs[0] += [rec(1, pg="1"), rec(2, pg="1", state="issued")]
+    logs[1] += [rec(1, pg="1")]
+    statuses = {0: waiting()} | {r: RankStatus("paused at train.py:40") for r in (1, 2, 3)}
+    topology = Topology.from_answers(
+        [{"groups": [{"name": "1", "desc": "mesh_tp", "ranks": [0, 1]}], "meshes": [TP_MESH]}]
+    )
+    assert verdict_lines(logs, statuses, topology) == [
+        "hang: rank 1 is missing from tp group [0,1] (dp=0) #2 all_reduce [3] float32 (train.py:10); "
+        "rank 1 completed tp group [0,1] (dp=0) #1 and is paused at train.py:40"
     ]
 
 
@@ -389,10 +406,16 @@ def test_table_per_group_and_long_cells_cut() -> None:
     wide = Record(1, "all_gather", shapes=((1024, 1024, 3),) * 4, dtypes=("bfloat16",), site=None)
     logs = {0: [wide, rec(1, pg="1")], 1: [wide]}
     lines = collectives_table(logs, 5)
-    assert lines[0] == "group 0"
+    assert lines[0] == "WORLD"
     assert lines[1:3] == ["  seq  ranks 0-1", "   #1  all_gather [1024,1024,3],[1024,1024,3],[102…"]
     assert lines[3:] == ["group 1", "  seq  rank 0", "   #1  all_reduce [3] float32 train.py:10"]
-    assert collectives_table(logs, 0) == ["group 0", "  seq  ranks 0-1", "group 1", "  seq  rank 0"]
+    assert collectives_table(logs, 0) == ["WORLD", "  seq  ranks 0-1", "group 1", "  seq  rank 0"]
+    pair = Topology.from_answers([{"groups": [{"name": "1", "desc": "", "ranks": [0, 1]}]}])
+    assert collectives_table(logs, 0, pair) == ["WORLD", "  seq  ranks 0-1", "group [0,1]", "  seq  rank 0"]
+    tp = Topology.from_answers(
+        [{"groups": [{"name": "1", "desc": "mesh_tp", "ranks": [0, 1]}], "meshes": [TP_MESH]}]
+    )
+    assert collectives_table(logs, 0, tp)[2] == "tp group [0,1] (dp=0)"
 
 
 # -- the rank side, without torch ------------------------------------------------------------------

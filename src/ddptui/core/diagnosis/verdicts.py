@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from ddptui.core.diagnosis.collective_records import Record, parse_log
 from ddptui.core.diagnosis.collectives import RankStatus, Verdict, diagnose
 from ddptui.core.model.state import Phase
+from ddptui.core.model.topology import Topology
 from ddptui.rank.protocol import Reply
 
 if TYPE_CHECKING:
@@ -98,7 +99,13 @@ class VerdictWatch:
     def _diagnose(self) -> list[Verdict]:
         """The verdicts of the logs known now, with the ranks' states now."""
         statuses = {rank.index: RankStatus.of(rank.state) for rank in self.session.ranks}
-        return diagnose(self.logs, statuses)
+        return diagnose(self.logs, statuses, self.topology)
+
+    @property
+    def topology(self) -> Topology:
+        """The job's groups and meshes as the session knows them (empty until it does: groups
+        are then named `group 7`)."""
+        return getattr(self.session, "topology", Topology())
 
     def _running(self, index: int) -> bool:
         """True for a rank starting or running: not yet found waiting, paused or gone."""
