@@ -320,6 +320,16 @@ def test_groups_are_named_in_the_users_words_once_the_topology_is_known() -> Non
     ]
 
 
+def test_a_crashed_rank_crashed_in_its_last_collective_of_all_groups() -> None:
+    # rank 1 went on from WORLD #1 to its subgroup's #1 and crashed there: not in WORLD #1
+    logs = {0: [rec(1), rec(2, state="issued")], 1: [rec(1), rec(1, pg="1")]}
+    crashed = RankStatus("crashed RuntimeError: Connection reset by peer (train.py:13), in post-mortem")
+    statuses = {0: waiting(), 1: crashed, 2: RankStatus("killed by SIGABRT")}
+    assert [(v.kind, v.pg, v.seq, v.suspects) for v in diagnose(logs, statuses)] == [
+        ("hang", "0", 2, frozenset({1, 2}))
+    ]
+
+
 def test_point_to_point_records_are_not_paired_by_seq() -> None:
     send = Record(1, "send", p2p=True, shapes=((4,),), dtypes=("float32",), state="issued")
     logs = {0: [*loop(2), send], 1: loop(2)}

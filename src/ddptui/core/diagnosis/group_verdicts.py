@@ -38,6 +38,8 @@ class GroupCheck:
             self.seqs = {rank: seqs for rank, seqs in self.seqs.items() if seqs}
         self.unlogged = sorted(set(statuses) - set(logs)) if world else []
         self.last = {rank: max(seqs, default=0) for rank, seqs in self.seqs.items()}
+        self.final = {rank: final for rank, log in logs.items() if (final := last_collective(log))}
+        """Each rank's last collective in any group, `(pg, seq)`: the one a crashed rank crashed in."""
 
     def where(self, seq: int, to: int | None = None) -> str:
         """`#3` (`#3-#4` up `to`), after the group's name when it has one: `group [0,1] #3`."""
@@ -58,14 +60,15 @@ class GroupCheck:
         """Ranks standing in their last collective: waiting in it, or crashed (out of it, often).
 
         A rank paused or running has returned from a collective its recorder still shows issued
-        (retirement lags): it is not counted. A crashed rank is: with gloo, a peer's exit fails a
-        pending collective (`Connection closed by peer`), which the recorder shows as completed.
+        (retirement lags): it is not counted. A crashed rank is, in its last collective of all
+        groups: with gloo, a peer's exit fails a pending collective (`Connection closed by peer`),
+        which the recorder shows as completed.
         """
         stuck = {}
         for rank, last in self.last.items():
             status = self.status(rank)
             if last and (
-                status.phase == "crashed"
+                (status.phase == "crashed" and self.final.get(rank) == (self.pg, last))
                 or (status.phase in ("waiting", "") and self.seqs[rank][last].pending)
             ):
                 stuck[rank] = last
@@ -255,6 +258,12 @@ class GroupCheck:
             did = f"issued {extra}{count} {gap} that rank {reference} did not"
         after = f"from there its #n pairs with rank {reference}'s #n{'+' if skipped else '-'}{shift}"
         return Verdict("skip", f"rank {rank} {did}; {after}", self.pg, start, frozenset({rank}))
+
+
+def last_collective(log: Sequence[Record]) -> tuple[str, int] | None:
+    """`(pg, seq)` of the last collective (not point-to-point) of a rank's log, oldest first."""
+    final = next((record for record in reversed(log) if not record.p2p), None)
+    return None if final is None else (final.pg, final.seq)
 
 
 def _variant(record: Record, with_op: bool) -> str:
