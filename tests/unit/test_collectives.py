@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -14,6 +15,7 @@ import pytest
 from ddptui.core.commands.collectives_table import collectives_table
 from ddptui.core.diagnosis.collective_records import Record, log_error, parse_log
 from ddptui.core.diagnosis.collectives import RankStatus, diagnose, verdict_lines
+from ddptui.core.model.fatal import read_death
 from ddptui.core.model.state import RankState
 from ddptui.core.model.topology import Topology
 from ddptui.rank import collectives as rank_side
@@ -51,7 +53,8 @@ def waiting(where: str = "train.py:10 in all_reduce") -> RankStatus:
 
 
 def fixture(name: str) -> dict[int, list[Record]]:
-    """Logs captured from a real 2-rank gloo run of tests/scripts/fr_job.py (paths made neutral)."""
+    """Logs captured from a real gloo run of tests/scripts/fr_job.py (2 ranks), tp_mismatch.py or
+    pair_skip.py (4 ranks), paths made neutral."""
     raw = json.loads((FIXTURES / f"fr_{name}.json").read_text())
     return {int(rank): parse_log(log) for rank, log in raw.items()}
 
@@ -393,6 +396,72 @@ def test_captured_ddp_steps_match() -> None:
     assert diagnose(logs, {0: RankStatus("exited 0"), 1: RankStatus("exited 0")}) == []
     backward = [r for r in logs[0] if r.op == "all_reduce"]
     assert [r.site.line for r in backward if r.site] == [130, 130]
+
+
+def mesh_topology() -> Topology:
+    """The groups of a 2x2 (dp, tp) mesh made by `init_device_mesh` after `init_process_group`, as
+    the ranks would describe them: WORLD is 0, the dp groups 1-2, the tp groups 3-4."""
+    groups = [{"name": "0", "desc": "default_pg", "ranks": [0, 1, 2, 3]}]
+    groups += [{"name": str(1 + tp), "desc": "mesh_dp", "ranks": [tp, 2 + tp]} for tp in (0, 1)]
+    groups += [{"name": str(3 + dp), "desc": "mesh_tp", "ranks": [2 * dp, 2 * dp + 1]} for dp in (0, 1)]
+    return Topology.from_answers([{"groups": groups, "meshes": [TP_MESH]}])
+
+
+def tp_mismatch_statuses() -> dict[int, RankStatus]:
+    """The ranks of tests/scripts/tp_mismatch.py once gloo aborted rank 2 (its terminal captured)."""
+    death = read_death((FIXTURES / "gloo_abort_rank2.log").read_bytes())
+    reset = "RuntimeError: [pair.cc:537] Read error: Connection reset by peer"
+    closed = "RuntimeError: [pair.cc:553] Connection closed by peer"
+    return {
+        0: waiting("tp_mismatch.py:14 in barrier"),
+        1: RankStatus(f"crashed {closed} (tp_mismatch.py:14), in post-mortem"),
+        2: RankStatus("killed by SIGABRT", death=death),
+        3: RankStatus(f"crashed {reset} (tp_mismatch.py:13), in post-mortem"),
+    }
+
+
+ABORTED = "gloo aborted rank 2 there (Received data size doesn't match expected size)"
+
+
+def test_captured_gloo_abort_is_a_mismatch_of_the_rank_that_passed_the_odd_shape() -> None:
+    # rank 2's log was never read: it ran for seconds and died without a prompt
+    logs, statuses = fixture("tp_mismatch"), tp_mismatch_statuses()
+    first = diagnose(logs, statuses, mesh_topology())[0]
+    assert first.text == (
+        f"tp group [2,3] (dp=1) #2 all_reduce at tp_mismatch.py:13: rank 3 passed [5] float32; {ABORTED}"
+    )
+    assert (first.kind, first.pg, first.seq, first.suspects, first.victims) == (
+        "mismatch",
+        "4",
+        2,
+        frozenset({3}),
+        frozenset({2}),
+    )
+    # without the topology the group is found by its ranks that did not get past that line
+    assert diagnose(logs, statuses)[0].text.startswith("group 4 #2 all_reduce at tp_mismatch.py:13: rank 3")
+
+
+def test_a_gloo_abort_with_the_aborted_ranks_log_known() -> None:
+    logs, statuses = fixture("tp_mismatch"), tp_mismatch_statuses()
+    logs[2] = [*logs[3][:2], dataclasses.replace(logs[3][2], shapes=((4,),), state="issued")]
+    verdicts = diagnose(logs, statuses, mesh_topology())
+    assert verdicts[0].text == (
+        "tp group [2,3] (dp=1) #2 all_reduce at tp_mismatch.py:13: "
+        f"rank 3 passed [5] float32, rank 2 [4] float32; {ABORTED}"
+    )
+    assert [v.kind for v in verdicts].count("mismatch") == 1  # not again as the group's own mismatch
+
+
+def test_a_gloo_abort_where_the_peers_agree_blames_the_aborted_rank() -> None:
+    death = read_death((FIXTURES / "gloo_abort_rank2.log").read_bytes())
+    at = Frame("/job/tp_mismatch.py", 13, "<module>")
+    logs = {r: [Record(1, "all_reduce", "0", ((4,),), ("float32",), "completed", at)] for r in (0, 1, 3)}
+    (verdict,) = diagnose(logs, {2: RankStatus("killed by SIGABRT", death=death)})
+    assert verdict.text == (
+        "collective #1 all_reduce at tp_mismatch.py:13: ranks 0-1,3 passed [4] float32 and rank 2 "
+        f"something else; {ABORTED}"
+    )
+    assert (verdict.suspects, verdict.victims) == (frozenset({2}), frozenset())
 
 
 # -- the table -----------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from ddptui.core.diagnosis.aborts import abort_verdicts
 from ddptui.core.diagnosis.collective_records import WORLD, Record, process_groups
 from ddptui.core.diagnosis.collective_verdict import UNKNOWN, RankStatus, Verdict
 from ddptui.core.diagnosis.group_verdicts import GroupCheck
@@ -48,9 +49,11 @@ def diagnose(
     counts as waiting in it.
     """
     statuses = statuses or {}
+    topology = topology or Topology()
     pgs = process_groups(logs)
-    names = group_names(pgs, topology or Topology())
-    verdicts: list[Verdict] = []
+    names = group_names(pgs, topology)
+    verdicts = abort_verdicts(logs, statuses, names, topology)
+    aborted = {(verdict.pg, verdict.seq) for verdict in verdicts}
     for pg in pgs:
         group = GroupCheck(pg, names[pg], logs, statuses)
         skips = group.divergence()
@@ -66,5 +69,7 @@ def diagnose(
         skips = [
             v for v in skips if not (v.kind == "mismatch" and (v.seq in locked or group.ops_in_flight(v.seq)))
         ]
+        # a mismatch gloo aborted a rank for is said by its abort, which knows more
+        skips = [v for v in skips if not (v.kind == "mismatch" and (v.pg, v.seq) in aborted)]
         verdicts += hangs + deadlocks + skips
     return verdicts
