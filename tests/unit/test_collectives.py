@@ -464,6 +464,62 @@ def test_a_gloo_abort_where_the_peers_agree_blames_the_aborted_rank() -> None:
     assert (verdict.suspects, verdict.victims) == (frozenset({2}), frozenset())
 
 
+def test_captured_gloo_abort_leads_the_waits_it_causes() -> None:
+    (verdict,) = diagnose(fixture("tp_mismatch"), tp_mismatch_statuses(), mesh_topology())
+    assert str(verdict) == (
+        "mismatch: tp group [2,3] (dp=1) #2 all_reduce at tp_mismatch.py:13: rank 3 passed [5] float32; "
+        f"{ABORTED} → rank 0 waits in WORLD #2 barrier (tp_mismatch.py:14) for ranks 2-3; "
+        "rank 1 crashed there"
+    )
+    (hang,) = verdict.consequences
+    assert (hang.kind, hang.pg, hang.seq, hang.suspects) == ("hang", "0", 2, frozenset({2, 3}))
+    assert verdict.follow_up(hang) == (
+        "hang: rank 0 waits in WORLD #2 barrier (tp_mismatch.py:14) for ranks 2-3; rank 1 crashed there, "
+        "a consequence of the mismatch in tp group [2,3] (dp=1) #2 all_reduce at tp_mismatch.py:13"
+    )
+
+
+PAIRS = Topology.from_answers(
+    [{"groups": [{"name": "1", "desc": "", "ranks": [0, 1]}, {"name": "2", "desc": "", "ranks": [2, 3]}]}]
+)
+"""The groups of tests/scripts/pair_skip.py: pairs [0,1] and [2,3] made by new_group."""
+
+
+def test_captured_skip_in_a_pair_leads_the_wait_it_causes_in_world() -> None:
+    # rank 3 skipped its pair's second all_reduce: rank 2 waits in it, the others in WORLD's barrier
+    statuses = {r: waiting("pair_skip.py:12 in barrier") for r in (0, 1, 3)} | {
+        2: waiting("pair_skip.py:11 in all_reduce")
+    }
+    (verdict,) = diagnose(fixture("pair_skip"), statuses, PAIRS)
+    assert str(verdict) == (
+        "hang: rank 3 skipped group [2,3] #2 all_reduce [2] float32 (pair_skip.py:11) → rank 2 waits there"
+        " → ranks 0-1,3 wait in WORLD #1 barrier (pair_skip.py:12) for rank 2"
+    )
+    assert (verdict.pg, verdict.seq, verdict.suspects) == ("2", 2, frozenset({3}))
+    assert [(v.pg, v.seq, v.suspects) for v in verdict.consequences] == [("0", 1, frozenset({2}))]
+    # ranks not yet found waiting: the skip is told from the logs, the waits from those known
+    statuses |= {1: RankStatus("running"), 3: RankStatus("running")}
+    assert verdict_lines(fixture("pair_skip"), statuses) == [
+        "hang: rank 3 skipped group 2 #2 all_reduce [2] float32 (pair_skip.py:11) → rank 2 waits there"
+        " → rank 0 waits in WORLD #1 barrier (pair_skip.py:12) for rank 2"
+    ]
+
+
+def test_groups_waiting_on_each_other_without_a_skip_are_one_deadlock() -> None:
+    # after one round of both, rank 0 calls its pair's all_reduce then the barrier; rank 1 the other way
+    both = [rec(1, line=20), rec(1, pg="1", line=21)]
+    logs = {
+        0: [*both, rec(2, pg="1", line=21, state="issued")],
+        1: [*both, rec(2, "barrier", None, line=22, state="issued")],
+    }
+    (verdict,) = diagnose(logs, {0: waiting(), 1: waiting("train.py:22 in barrier")})
+    assert str(verdict) == (
+        "deadlock: rank 1 waits in WORLD #2 barrier (train.py:22) for rank 0"
+        " → rank 0 waits in group 1 #2 all_reduce (train.py:21) for rank 1"
+    )
+    assert verdict.suspects == frozenset({0, 1})
+
+
 # -- the table -----------------------------------------------------------------------------------
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ddptui.core.diagnosis.aborts import abort_verdicts
+from ddptui.core.diagnosis.chains import chain
 from ddptui.core.diagnosis.collective_records import WORLD, Record, process_groups
 from ddptui.core.diagnosis.collective_verdict import UNKNOWN, RankStatus, Verdict
 from ddptui.core.diagnosis.group_verdicts import GroupCheck
@@ -46,7 +47,8 @@ def diagnose(
 
     `logs` holds the ranks whose records are known; `statuses` may name more (a rank that exited
     before it could be asked). Without a status, a rank whose last collective has not returned
-    counts as waiting in it.
+    counts as waiting in it. A hang caused by a verdict in another group is not said on its own:
+    it is among that verdict's `consequences` (`chains`).
     """
     statuses = statuses or {}
     topology = topology or Topology()
@@ -72,4 +74,4 @@ def diagnose(
         # a mismatch gloo aborted a rank for is said by its abort, which knows more
         skips = [v for v in skips if not (v.kind == "mismatch" and (v.pg, v.seq) in aborted)]
         verdicts += hangs + deadlocks + skips
-    return verdicts
+    return chain(verdicts, logs, statuses)
