@@ -505,6 +505,31 @@ def test_captured_skip_in_a_pair_leads_the_wait_it_causes_in_world() -> None:
     ]
 
 
+def test_a_member_that_issued_nothing_in_its_group_is_missing_once_the_topology_says_it_is_one() -> None:
+    # rank 3 skipped its pair's first all_reduce: without the topology, group 2 is rank 2's alone
+    at = Frame("/job/pair_skip.py", 12, "<module>")
+    barrier = Record(1, "barrier", state="issued", site=at, pg_desc="default_pg")
+    pair = [
+        Record(1, "all_reduce", pg, ((2,),), ("float32",), site=Frame("/job/pair_skip.py", 9, ""))
+        for pg in "12"
+    ]
+    logs = {
+        0: [pair[0], barrier],
+        1: [pair[0], barrier],
+        2: [dataclasses.replace(pair[1], state="issued")],
+        3: [barrier],
+    }
+    statuses = {r: waiting("pair_skip.py:12 in barrier") for r in (0, 1, 3)} | {2: waiting("pair_skip.py:9")}
+    assert verdict_lines(logs, statuses) == [
+        "hang: rank 2 is missing from WORLD #1 barrier (pair_skip.py:12); "
+        "rank 2 issued no collective in WORLD and is at pair_skip.py:9"
+    ]
+    assert verdict_lines(logs, statuses, PAIRS) == [
+        "hang: rank 3 skipped group [2,3] #1 all_reduce [2] float32 (pair_skip.py:9) → rank 2 waits there"
+        " → ranks 0-1,3 wait in WORLD #1 barrier (pair_skip.py:12) for rank 2"
+    ]
+
+
 def test_groups_waiting_on_each_other_without_a_skip_are_one_deadlock() -> None:
     # after one round of both, rank 0 calls its pair's all_reduce then the barrier; rank 1 the other way
     both = [rec(1, line=20), rec(1, pg="1", line=21)]

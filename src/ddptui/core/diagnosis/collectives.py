@@ -55,23 +55,34 @@ def diagnose(
     pgs = process_groups(logs)
     names = group_names(pgs, topology)
     verdicts = abort_verdicts(logs, statuses, names, topology)
-    aborted = {(verdict.pg, verdict.seq) for verdict in verdicts}
+    aborted = {(verdict.pg, verdict.seq): verdict.victims | verdict.suspects for verdict in verdicts}
     for pg in pgs:
-        group = GroupCheck(pg, names[pg], logs, statuses)
-        skips = group.divergence()
-        hangs = group.hangs()
-        explained = {rank for verdict in skips for rank in verdict.suspects}
-        for verdict in hangs:
-            if verdict.kind in ("hang", "early exit"):
-                skips += group.hang_skips(verdict, explained)
-        deadlocks = group.deadlocks()
-        locked = {verdict.seq for verdict in deadlocks}
-        # Ranks waiting in different ops differ there too: the deadlock already says so; and while
-        # every rank is still inside such ops, it is a deadlock in the making, not yet a mismatch.
-        skips = [
-            v for v in skips if not (v.kind == "mismatch" and (v.seq in locked or group.ops_in_flight(v.seq)))
-        ]
-        # a mismatch gloo aborted a rank for is said by its abort, which knows more
-        skips = [v for v in skips if not (v.kind == "mismatch" and (v.pg, v.seq) in aborted)]
-        verdicts += hangs + deadlocks + skips
+        known = topology.groups.get(pg)
+        group = GroupCheck(pg, names[pg], logs, statuses, known.ranks if known else None)
+        verdicts += _group_verdicts(group, aborted)
     return chain(verdicts, logs, statuses)
+
+
+def _group_verdicts(group: GroupCheck, aborted: Mapping[tuple[str, int], frozenset[int]]) -> list[Verdict]:
+    """One group's hangs, deadlocks, skips and mismatches, less what the aborts in it already say."""
+    skips = group.divergence()
+    # a rank gloo aborted in a collective is not missing from it: its log died with it
+    hangs = [v for v in group.hangs() if not v.suspects <= aborted.get((v.pg, v.seq), frozenset())]
+    explained = {rank for verdict in skips for rank in verdict.suspects}
+    for verdict in hangs:
+        if verdict.kind in ("hang", "early exit"):
+            skips += group.hang_skips(verdict, explained)
+    deadlocks = group.deadlocks()
+    locked = {verdict.seq for verdict in deadlocks}
+    # Ranks waiting in different ops differ there too: the deadlock already says so; and while
+    # every rank is still inside such ops, it is a deadlock in the making, not yet a mismatch. A
+    # mismatch gloo aborted a rank for is said by the abort, which knows more.
+    skips = [
+        v
+        for v in skips
+        if not (
+            v.kind == "mismatch"
+            and (v.seq in locked or group.ops_in_flight(v.seq) or (v.pg, v.seq) in aborted)
+        )
+    ]
+    return hangs + deadlocks + skips

@@ -9,7 +9,7 @@ Pure logic on records (no I/O, no torch); `collectives.diagnose` runs it for eve
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from ddptui.core.diagnosis.collective_records import WORLD, Record
@@ -24,8 +24,14 @@ class GroupCheck:
     """One process group's collectives across its ranks, and the questions asked of them."""
 
     def __init__(
-        self, pg: str, name: str, logs: Mapping[int, Sequence[Record]], statuses: Mapping[int, RankStatus]
+        self,
+        pg: str,
+        name: str,
+        logs: Mapping[int, Sequence[Record]],
+        statuses: Mapping[int, RankStatus],
+        members: Collection[int] | None = None,
     ) -> None:
+        """`members`: the group's ranks when the topology says; else those that issued in it."""
         self.pg = pg
         self.name = name
         """The group in the user's words (`tp group [2,3] (dp=1)`); empty for a job's only group."""
@@ -34,9 +40,10 @@ class GroupCheck:
             rank: {r.seq: r for r in log if r.pg == pg and not r.p2p} for rank, log in logs.items()
         }
         world = pg == WORLD or any(r.pg_desc == "default_pg" for s in self.seqs.values() for r in s.values())
-        if not world:
-            self.seqs = {rank: seqs for rank, seqs in self.seqs.items() if seqs}
-        self.unlogged = sorted(set(statuses) - set(logs)) if world else []
+        if not world:  # a rank that issued nothing in it is in it only if the topology says so
+            self.seqs = {r: seqs for r, seqs in self.seqs.items() if seqs or (members and r in members)}
+        known = set(statuses) - set(logs)
+        self.unlogged = sorted(known if world else known & set(members or ()))
         self.last = {rank: max(seqs, default=0) for rank, seqs in self.seqs.items()}
         self.final = {rank: final for rank, log in logs.items() if (final := last_collective(log))}
         """Each rank's last collective in any group, `(pg, seq)`: the one a crashed rank crashed in."""
