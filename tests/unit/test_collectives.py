@@ -473,7 +473,7 @@ def test_captured_gloo_abort_leads_the_waits_it_causes() -> None:
     )
     (hang,) = verdict.consequences
     assert (hang.kind, hang.pg, hang.seq, hang.suspects) == ("hang", "0", 2, frozenset({2, 3}))
-    assert verdict.follow_up(hang) == (
+    assert str(verdict.follow_up(hang)) == (
         "hang: rank 0 waits in WORLD #2 barrier (tp_mismatch.py:14) for ranks 2-3; rank 1 crashed there, "
         "a consequence of the mismatch in tp group [2,3] (dp=1) #2 all_reduce at tp_mismatch.py:13"
     )

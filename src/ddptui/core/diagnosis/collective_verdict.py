@@ -6,6 +6,7 @@ aborted (`aborts`) and of waits that cross groups (`chains`); `collectives.diagn
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ddptui.core.model.fatal import FatalDeath
@@ -79,9 +80,11 @@ class Verdict:
         chain = "".join(f" → {verdict.link}" for verdict in self.consequences)
         return f"{self.kind}: {self.text}{chain}"
 
-    def follow_up(self, consequence: Verdict) -> str:
-        """A consequence found after this verdict was said, in a line of its own."""
-        return f"{consequence.kind}: {consequence.link}, a consequence of the {self.kind} in {self.about}"
+    def follow_up(self, consequence: Verdict) -> Verdict:
+        """A consequence found after this verdict was said, as a verdict of its own: `hang: rank 0
+        waits in WORLD #2 barrier (...) for ranks 2-3, a consequence of the mismatch in ...`."""
+        text = f"{consequence.link}, a consequence of the {self.kind} in {self.about}"
+        return dataclasses.replace(consequence, text=text, consequences=())
 
     def chain(self) -> tuple[Verdict, ...]:
         """This verdict, then its consequences."""
