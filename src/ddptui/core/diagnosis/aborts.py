@@ -74,6 +74,7 @@ def collective_of(
     candidates = [(pg, seq) for pg, seq in latest.items() if _member(rank, pg, topology) is not False]
 
     def rank_of(at: tuple[str, int]) -> tuple[bool, int]:
+        """Groups whose ranks still stand in it first, then those with fewer ranks known in it."""
         standing = any(last_collective(logs[peer]) == at for peer in seen[at])
         return not standing, len(seen[at])
 

@@ -117,6 +117,7 @@ def skipped(rank: int, missed: Record, there: At, logs: Mapping[int, Sequence[Re
         return False
 
     def calls(way: Sequence[Record]) -> int:
+        """How often `missed`'s call was made on that way."""
         return sum(1 for record in way if record.op == missed.op and record.site == missed.site)
 
     return all(calls(way) > calls(mine) for way in others)

@@ -198,7 +198,7 @@ class GroupCheck:
                     for ranks in groups
                 )
                 suspects = frozenset(rank for ranks in groups[1:] for rank in ranks)
-                verdicts.append(Verdict("deadlock", text, self.pg, seq, suspects))
+                verdicts.append(Verdict("deadlock", text, self.pg, seq, suspects, about=self.collective(seq)))
         return verdicts
 
     def ops_in_flight(self, seq: int) -> bool:
@@ -264,7 +264,8 @@ class GroupCheck:
             extra = "an extra " if shift == 1 else "extra "
             did = f"issued {extra}{count} {gap} that rank {reference} did not"
         after = f"from there its #n pairs with rank {reference}'s #n{'+' if skipped else '-'}{shift}"
-        return Verdict("skip", f"rank {rank} {did}; {after}", self.pg, start, frozenset({rank}))
+        text = f"rank {rank} {did}; {after}"
+        return Verdict("skip", text, self.pg, start, frozenset({rank}), about=f"{count} {gap}")
 
 
 def last_collective(log: Sequence[Record]) -> tuple[str, int] | None:
