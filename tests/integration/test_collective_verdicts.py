@@ -132,3 +132,50 @@ def test_until_collective_in_batch_mode(ddptui: Runner) -> None:
     state = bad.stdout.split("(ddptui) :state\n")[1]
     assert "rank 0: paused at tests/scripts/until_job.py:27" in state  # held at its prompt, not hung
     assert "rank 1: paused at tests/scripts/until_job.py:27" in state
+
+
+# -- jobs on subgroups: a 2x2 (dp, tp) mesh, pairs made by new_group ------------------------------
+# Groups read `group 4` until the session knows the job's topology (`Session.topology`, filled from
+# the ranks, lands apart from this): the assertions below take the group's name out and check the
+# rest of the sentence; tests/unit/test_collectives.py checks the names once a topology is known.
+
+TP = "tests/scripts/tp_mismatch.py"
+PAIRS = "tests/scripts/pair_skip.py"
+ABORTED = "gloo aborted rank 2 there (Received data size doesn't match expected size)"
+
+
+def test_a_gloo_abort_in_a_tp_group_is_a_mismatch_of_the_rank_that_passed_the_odd_shape(
+    ddptui: Runner,
+) -> None:
+    result = ddptui.batch(SCRIPTS / "tp_mismatch.py", ":collectives\n", nproc=4, timeout=180)
+    (verdict,) = verdicts(result.stdout)
+    head, arrow, tail = verdict.partition(" → ")
+    assert head.startswith("mismatch: ") and head.endswith(
+        f" #2 all_reduce at {TP}:14: rank 3 passed [5] float32; {ABORTED}"
+    ), verdict
+    assert arrow and f"WORLD #2 barrier ({TP}:15) for ranks 2-3" in tail, verdict
+    states = summary(result.stdout)
+    assert states[3].startswith("crashed RuntimeError: [") and states[3].endswith("← root cause")
+    assert states[2].startswith(
+        f"killed by SIGABRT, its main thread at {TP}:14 (in all_reduce): "
+        "gloo::EnforceNotMet: [enforce fail at "
+    )
+    assert states[2].endswith("(consequence of rank 3)")
+    assert result.stderr.startswith(
+        "ddptui: rank 2 killed by SIGABRT after it joined the job, before any prompt, "
+        f"its main thread at {TP}:14 (in all_reduce): gloo::EnforceNotMet: "
+    )
+    assert "Received data size doesn't match expected size." in result.stderr
+    assert "first prompt" not in result.stderr and "Extension modules" not in result.stderr
+
+
+def test_a_skip_in_a_pair_leads_the_wait_it_causes_in_world(ddptui: Runner) -> None:
+    result = ddptui.batch(SCRIPTS / "pair_skip.py", ":collectives\n", nproc=4, timeout=180)
+    (verdict,) = verdicts(result.stdout)
+    root, _, rest = verdict.partition(" skipped ")
+    assert root == "hang: rank 3", verdict
+    assert rest.split(" #2 ", 1)[1] == (
+        f"all_reduce [2] float32 ({PAIRS}:12) → rank 2 waits there"
+        f" → ranks 0-1,3 wait in WORLD #1 barrier ({PAIRS}:13) for rank 2"
+    ), verdict
+    assert result.returncode == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -14,12 +15,16 @@ import pytest
 from ddptui.core.commands.collectives_table import collectives_table
 from ddptui.core.diagnosis.collective_records import Record, log_error, parse_log
 from ddptui.core.diagnosis.collectives import RankStatus, diagnose, verdict_lines
+from ddptui.core.model.fatal import read_death
 from ddptui.core.model.state import RankState
+from ddptui.core.model.topology import Topology
 from ddptui.rank import collectives as rank_side
 from ddptui.rank import flight_recorder
 from ddptui.rank.protocol import Frame
 
 FIXTURES = Path(__file__).parent / "fixtures"
+TP_MESH = {"dims": ["dp", "tp"], "ranks": [[0, 1], [2, 3]]}
+"""A 2x2 (dp, tp) device mesh as a rank describes it."""
 
 
 def rec(
@@ -48,7 +53,8 @@ def waiting(where: str = "train.py:10 in all_reduce") -> RankStatus:
 
 
 def fixture(name: str) -> dict[int, list[Record]]:
-    """Logs captured from a real 2-rank gloo run of tests/scripts/fr_job.py (paths made neutral)."""
+    """Logs captured from a real gloo run of tests/scripts/fr_job.py (2 ranks), tp_mismatch.py or
+    pair_skip.py (4 ranks), paths made neutral."""
     raw = json.loads((FIXTURES / f"fr_{name}.json").read_text())
     return {int(rank): parse_log(log) for rank, log in raw.items()}
 
@@ -298,8 +304,32 @@ def test_subgroups_are_paired_on_their_own() -> None:
     }
     statuses = {0: waiting(), 1: RankStatus("paused at train.py:40"), 2: RankStatus("paused at train.py:40")}
     assert verdict_lines(logs, statuses) == [
-        "hang: rank 1 is missing from collective #2 on group 1 all_reduce [3] float32 (train.py:10); "
-        "rank 1 completed #1 on group 1 and is paused at train.py:40"
+        "hang: rank 1 is missing from group 1 #2 all_reduce [3] float32 (train.py:10); "
+        "rank 1 completed group 1 #1 and is paused at train.py:40"
+    ]
+
+
+def test_groups_are_named_in_the_users_words_once_the_topology_is_known() -> None:
+    logs = {r: [rec(1)] for r in range(4)}
+    logs[0] += [rec(1, pg="1"), rec(2, pg="1", state="issued")]
+    logs[1] += [rec(1, pg="1")]
+    statuses = {0: waiting()} | {r: RankStatus("paused at train.py:40") for r in (1, 2, 3)}
+    topology = Topology.from_answers(
+        [{"groups": [{"name": "1", "desc": "mesh_tp", "ranks": [0, 1]}], "meshes": [TP_MESH]}]
+    )
+    assert verdict_lines(logs, statuses, topology) == [
+        "hang: rank 1 is missing from tp group [0,1] (dp=0) #2 all_reduce [3] float32 (train.py:10); "
+        "rank 1 completed tp group [0,1] (dp=0) #1 and is paused at train.py:40"
+    ]
+
+
+def test_a_crashed_rank_crashed_in_its_last_collective_of_all_groups() -> None:
+    # rank 1 went on from WORLD #1 to its subgroup's #1 and crashed there: not in WORLD #1
+    logs = {0: [rec(1), rec(2, state="issued")], 1: [rec(1), rec(1, pg="1")]}
+    crashed = RankStatus("crashed RuntimeError: Connection reset by peer (train.py:13), in post-mortem")
+    statuses = {0: waiting(), 1: crashed, 2: RankStatus("killed by SIGABRT")}
+    assert [(v.kind, v.pg, v.seq, v.suspects) for v in diagnose(logs, statuses)] == [
+        ("hang", "0", 2, frozenset({1, 2}))
     ]
 
 
@@ -368,6 +398,153 @@ def test_captured_ddp_steps_match() -> None:
     assert [r.site.line for r in backward if r.site] == [130, 130]
 
 
+def mesh_topology() -> Topology:
+    """The groups of a 2x2 (dp, tp) mesh made by `init_device_mesh` after `init_process_group`, as
+    the ranks would describe them: WORLD is 0, the dp groups 1-2, the tp groups 3-4."""
+    groups = [{"name": "0", "desc": "default_pg", "ranks": [0, 1, 2, 3]}]
+    groups += [{"name": str(1 + tp), "desc": "mesh_dp", "ranks": [tp, 2 + tp]} for tp in (0, 1)]
+    groups += [{"name": str(3 + dp), "desc": "mesh_tp", "ranks": [2 * dp, 2 * dp + 1]} for dp in (0, 1)]
+    return Topology.from_answers([{"groups": groups, "meshes": [TP_MESH]}])
+
+
+def tp_mismatch_statuses() -> dict[int, RankStatus]:
+    """The ranks of tests/scripts/tp_mismatch.py once gloo aborted rank 2 (its terminal captured)."""
+    death = read_death((FIXTURES / "gloo_abort_rank2.log").read_bytes())
+    reset = "RuntimeError: [pair.cc:537] Read error: Connection reset by peer"
+    closed = "RuntimeError: [pair.cc:553] Connection closed by peer"
+    return {
+        0: waiting("tp_mismatch.py:14 in barrier"),
+        1: RankStatus(f"crashed {closed} (tp_mismatch.py:14), in post-mortem"),
+        2: RankStatus("killed by SIGABRT", death=death),
+        3: RankStatus(f"crashed {reset} (tp_mismatch.py:13), in post-mortem"),
+    }
+
+
+ABORTED = "gloo aborted rank 2 there (Received data size doesn't match expected size)"
+
+
+def test_captured_gloo_abort_is_a_mismatch_of_the_rank_that_passed_the_odd_shape() -> None:
+    # rank 2's log was never read: it ran for seconds and died without a prompt
+    logs, statuses = fixture("tp_mismatch"), tp_mismatch_statuses()
+    first = diagnose(logs, statuses, mesh_topology())[0]
+    assert first.text == (
+        f"tp group [2,3] (dp=1) #2 all_reduce at tp_mismatch.py:13: rank 3 passed [5] float32; {ABORTED}"
+    )
+    assert (first.kind, first.pg, first.seq, first.suspects, first.victims) == (
+        "mismatch",
+        "4",
+        2,
+        frozenset({3}),
+        frozenset({2}),
+    )
+    # without the topology the group is found by its ranks that did not get past that line
+    assert diagnose(logs, statuses)[0].text.startswith("group 4 #2 all_reduce at tp_mismatch.py:13: rank 3")
+
+
+def test_a_gloo_abort_with_the_aborted_ranks_log_known() -> None:
+    logs, statuses = fixture("tp_mismatch"), tp_mismatch_statuses()
+    logs[2] = [*logs[3][:2], dataclasses.replace(logs[3][2], shapes=((4,),), state="issued")]
+    verdicts = diagnose(logs, statuses, mesh_topology())
+    assert verdicts[0].text == (
+        "tp group [2,3] (dp=1) #2 all_reduce at tp_mismatch.py:13: "
+        f"rank 3 passed [5] float32, rank 2 [4] float32; {ABORTED}"
+    )
+    assert [v.kind for v in verdicts].count("mismatch") == 1  # not again as the group's own mismatch
+
+
+def test_a_gloo_abort_where_the_peers_agree_blames_the_aborted_rank() -> None:
+    death = read_death((FIXTURES / "gloo_abort_rank2.log").read_bytes())
+    at = Frame("/job/tp_mismatch.py", 13, "<module>")
+    logs = {r: [Record(1, "all_reduce", "0", ((4,),), ("float32",), "completed", at)] for r in (0, 1, 3)}
+    (verdict,) = diagnose(logs, {2: RankStatus("killed by SIGABRT", death=death)})
+    assert verdict.text == (
+        "collective #1 all_reduce at tp_mismatch.py:13: ranks 0-1,3 passed [4] float32 and rank 2 "
+        f"something else; {ABORTED}"
+    )
+    assert (verdict.suspects, verdict.victims) == (frozenset({2}), frozenset())
+
+
+def test_captured_gloo_abort_leads_the_waits_it_causes() -> None:
+    (verdict,) = diagnose(fixture("tp_mismatch"), tp_mismatch_statuses(), mesh_topology())
+    assert str(verdict) == (
+        "mismatch: tp group [2,3] (dp=1) #2 all_reduce at tp_mismatch.py:13: rank 3 passed [5] float32; "
+        f"{ABORTED} → rank 0 waits in WORLD #2 barrier (tp_mismatch.py:14) for ranks 2-3; "
+        "rank 1 crashed there"
+    )
+    (hang,) = verdict.consequences
+    assert (hang.kind, hang.pg, hang.seq, hang.suspects) == ("hang", "0", 2, frozenset({2, 3}))
+    assert str(verdict.follow_up(hang)) == (
+        "hang: rank 0 waits in WORLD #2 barrier (tp_mismatch.py:14) for ranks 2-3; rank 1 crashed there, "
+        "a consequence of the mismatch in tp group [2,3] (dp=1) #2 all_reduce at tp_mismatch.py:13"
+    )
+
+
+PAIRS = Topology.from_answers(
+    [{"groups": [{"name": "1", "desc": "", "ranks": [0, 1]}, {"name": "2", "desc": "", "ranks": [2, 3]}]}]
+)
+"""The groups of tests/scripts/pair_skip.py: pairs [0,1] and [2,3] made by new_group."""
+
+
+def test_captured_skip_in_a_pair_leads_the_wait_it_causes_in_world() -> None:
+    # rank 3 skipped its pair's second all_reduce: rank 2 waits in it, the others in WORLD's barrier
+    statuses = {r: waiting("pair_skip.py:12 in barrier") for r in (0, 1, 3)} | {
+        2: waiting("pair_skip.py:11 in all_reduce")
+    }
+    (verdict,) = diagnose(fixture("pair_skip"), statuses, PAIRS)
+    assert str(verdict) == (
+        "hang: rank 3 skipped group [2,3] #2 all_reduce [2] float32 (pair_skip.py:11) → rank 2 waits there"
+        " → ranks 0-1,3 wait in WORLD #1 barrier (pair_skip.py:12) for rank 2"
+    )
+    assert (verdict.pg, verdict.seq, verdict.suspects) == ("2", 2, frozenset({3}))
+    assert [(v.pg, v.seq, v.suspects) for v in verdict.consequences] == [("0", 1, frozenset({2}))]
+    # ranks not yet found waiting: the skip is told from the logs, the waits from those known
+    statuses |= {1: RankStatus("running"), 3: RankStatus("running")}
+    assert verdict_lines(fixture("pair_skip"), statuses) == [
+        "hang: rank 3 skipped group 2 #2 all_reduce [2] float32 (pair_skip.py:11) → rank 2 waits there"
+        " → rank 0 waits in WORLD #1 barrier (pair_skip.py:12) for rank 2"
+    ]
+
+
+def test_a_member_that_issued_nothing_in_its_group_is_missing_once_the_topology_says_it_is_one() -> None:
+    # rank 3 skipped its pair's first all_reduce: without the topology, group 2 is rank 2's alone
+    at = Frame("/job/pair_skip.py", 12, "<module>")
+    barrier = Record(1, "barrier", state="issued", site=at, pg_desc="default_pg")
+    pair = [
+        Record(1, "all_reduce", pg, ((2,),), ("float32",), site=Frame("/job/pair_skip.py", 9, ""))
+        for pg in "12"
+    ]
+    logs = {
+        0: [pair[0], barrier],
+        1: [pair[0], barrier],
+        2: [dataclasses.replace(pair[1], state="issued")],
+        3: [barrier],
+    }
+    statuses = {r: waiting("pair_skip.py:12 in barrier") for r in (0, 1, 3)} | {2: waiting("pair_skip.py:9")}
+    assert verdict_lines(logs, statuses) == [
+        "hang: rank 2 is missing from WORLD #1 barrier (pair_skip.py:12); "
+        "rank 2 issued no collective in WORLD and is at pair_skip.py:9"
+    ]
+    assert verdict_lines(logs, statuses, PAIRS) == [
+        "hang: rank 3 skipped group [2,3] #1 all_reduce [2] float32 (pair_skip.py:9) → rank 2 waits there"
+        " → ranks 0-1,3 wait in WORLD #1 barrier (pair_skip.py:12) for rank 2"
+    ]
+
+
+def test_groups_waiting_on_each_other_without_a_skip_are_one_deadlock() -> None:
+    # after one round of both, rank 0 calls its pair's all_reduce then the barrier; rank 1 the other way
+    both = [rec(1, line=20), rec(1, pg="1", line=21)]
+    logs = {
+        0: [*both, rec(2, pg="1", line=21, state="issued")],
+        1: [*both, rec(2, "barrier", None, line=22, state="issued")],
+    }
+    (verdict,) = diagnose(logs, {0: waiting(), 1: waiting("train.py:22 in barrier")})
+    assert str(verdict) == (
+        "deadlock: rank 1 waits in WORLD #2 barrier (train.py:22) for rank 0"
+        " → rank 0 waits in group 1 #2 all_reduce (train.py:21) for rank 1"
+    )
+    assert verdict.suspects == frozenset({0, 1})
+
+
 # -- the table -----------------------------------------------------------------------------------
 
 
@@ -389,10 +566,16 @@ def test_table_per_group_and_long_cells_cut() -> None:
     wide = Record(1, "all_gather", shapes=((1024, 1024, 3),) * 4, dtypes=("bfloat16",), site=None)
     logs = {0: [wide, rec(1, pg="1")], 1: [wide]}
     lines = collectives_table(logs, 5)
-    assert lines[0] == "group 0"
+    assert lines[0] == "WORLD"
     assert lines[1:3] == ["  seq  ranks 0-1", "   #1  all_gather [1024,1024,3],[1024,1024,3],[102…"]
     assert lines[3:] == ["group 1", "  seq  rank 0", "   #1  all_reduce [3] float32 train.py:10"]
-    assert collectives_table(logs, 0) == ["group 0", "  seq  ranks 0-1", "group 1", "  seq  rank 0"]
+    assert collectives_table(logs, 0) == ["WORLD", "  seq  ranks 0-1", "group 1", "  seq  rank 0"]
+    pair = Topology.from_answers([{"groups": [{"name": "1", "desc": "", "ranks": [0, 1]}]}])
+    assert collectives_table(logs, 0, pair) == ["WORLD", "  seq  ranks 0-1", "group [0,1]", "  seq  rank 0"]
+    tp = Topology.from_answers(
+        [{"groups": [{"name": "1", "desc": "mesh_tp", "ranks": [0, 1]}], "meshes": [TP_MESH]}]
+    )
+    assert collectives_table(logs, 0, tp)[2] == "tp group [0,1] (dp=0)"
 
 
 # -- the rank side, without torch ------------------------------------------------------------------

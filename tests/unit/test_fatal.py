@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import SCRIPTS
 
-from ddptui.core.model.fatal import fatal_site, qualified_name
+from ddptui.core.model.fatal import FatalDeath, fatal_site, qualified_name, read_death
 from ddptui.core.model.stacks import Frame
 from ddptui.core.model.state import short_path
 
@@ -154,6 +154,41 @@ def test_nothing_to_say_without_python_frames() -> None:
     assert fatal_site(dump_of("Current thread 0x02 (most recent call first):\n  <no Python frame>\n")) is None
     no_current = thread("Thread 0x01", ("/home/me/train.py", 9, "<module>"))
     assert fatal_site(dump_of(no_current)) is None  # a C++ thread died: not the main thread's line
+
+
+def test_a_gloo_abort_says_what_gloo_threw_and_where_the_main_thread_was() -> None:
+    # rank 2 of tests/scripts/tp_mismatch.py as the core holds its terminal: gloo's C++ thread
+    # aborts it (no `Current thread`), the main thread waits in the all_reduce it serves
+    terminal = (Path(__file__).parent / "fixtures" / "gloo_abort_rank2.log").read_bytes()
+    assert fatal_site(terminal.decode()) is None
+    death = read_death(terminal)
+    assert death is not None
+    assert (death.error, death.thrown, death.call) == (
+        "Fatal Python error: Aborted",
+        "gloo::EnforceNotMet",
+        "all_reduce",
+    )
+    assert death.where == Frame("/job/tp_mismatch.py", 13, "<module>")
+    assert death.site == "at tp_mismatch.py:13 (in all_reduce)"
+    assert death.reason.startswith("gloo::EnforceNotMet: [enforce fail at ")
+    assert death.reason.endswith(
+        "Received data size doesn't match expected size. "
+        "Is there a distributed collective mismatch in your code?"
+    )
+
+
+def test_a_death_without_a_cpp_exception_says_the_fatal_error() -> None:
+    dying = thread("Current thread 0x02", ("/home/me/train.py", 7, "<module>"))
+    death = read_death(("noise\r\n" + dump_of(dying)).replace("\n", "\r\n").encode())
+    assert death == FatalDeath(
+        "Fatal Python error: Segmentation fault",
+        where=Frame("/home/me/train.py", 7, "<module>"),
+        site="at train.py:7",
+    )
+    assert death.reason == "Fatal Python error: Segmentation fault"
+    assert read_death(b"Traceback (most recent call last):\r\n") is None
+    started = thread("Thread 0x01", (f"{STDLIB}/threading.py", 1002, "_bootstrap"))
+    assert read_death(dump_of(started).encode()) == FatalDeath("Fatal Python error: Segmentation fault")
 
 
 SOURCE = """\

@@ -120,4 +120,4 @@ class RankStates:
         failures = [Failure(r.index, r.failed_at, r.state) for r in ranks if r.failed_at is not None]
         waiting = any(rank.state.phase is Phase.WAITING for rank in ranks)
         missing = {r for v in found if v.kind in MISSING_KINDS for r in v.suspects} if waiting else set()
-        return (None if one_bug(failures) else root_cause(failures, found)), missing
+        return (None if one_bug(failures, found) else root_cause(failures, found)), missing

@@ -12,6 +12,7 @@ from ddptui.core.commands import batch_input
 from ddptui.core.commands import registry as commands
 from ddptui.core.commands.batch_input import BatchInputError
 from ddptui.core.commands.context import Context
+from ddptui.core.diagnosis.deaths import death_of, death_words, joined
 from ddptui.core.diagnosis.hints import rank_hint
 from ddptui.core.model.answers import answer_lines, tagged
 from ddptui.core.model.state import NO_STATUS, RankState
@@ -269,18 +270,29 @@ def all_gone(session: Session) -> bool:
 
 
 def report_early_deaths(session: Session) -> None:
-    """One stderr line per rank that died before ever reaching a prompt."""
+    """One stderr line per rank that died before ever reaching a prompt.
+
+    `before its first prompt` is said of a rank that died while starting: before it is known to
+    have issued a collective (`deaths.joined`). One that died running the job (gloo aborted it
+    in an all_reduce seconds in) is said to have, with what it printed as it died and where its
+    main thread was.
+    """
     for rank in session.ranks:
         state = rank.state
         if state.alive or rank.paused_count or state.exit_code == 0:
             continue
+        death = death_of(rank)
+        when = (
+            "after it joined the job, before any prompt" if joined(rank, death) else "before its first prompt"
+        )
         if state.crash is not None:
-            why = f"crashed before its first prompt: {state.crash}"
-        elif state.fatal_site:
-            why = f"{state.describe()} before its first prompt"
+            why = f"crashed {when}: {state.crash}"
+        elif death is not None:
+            text, where, reason = death_words(state, death)
+            why = f"{text} {when}" + (f", {where}" if where else "") + (f": {reason}" if reason else "")
         else:
             lines = [ln.strip() for ln in terminal_lines(rank.output.tail(4096)) if ln.strip()]
-            why = f"{state.describe()} before its first prompt" + (f": {lines[-1]}" if lines else "")
+            why = f"{state.describe()} {when}" + (f": {lines[-1]}" if lines else "")
         print(f"ddptui: rank {rank.index} {inert(why)}", file=sys.stderr)
         if hint := rank_hint(rank):
             print(f"ddptui: hint: {hint}", file=sys.stderr)

@@ -1,7 +1,8 @@
 """`:collectives`: the last collectives of each process group side by side across ranks.
 
 Rows are aligned by sequence number, and `≠` marks a row whose ops, shapes or dtypes differ (as
-`Record.signature` says).
+`Record.signature` says). Groups are named in the user's words (`tp group [2,3] (dp=1)`, `WORLD`)
+as the job's `Topology` knows them.
 """
 
 from __future__ import annotations
@@ -9,26 +10,31 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ddptui.core.diagnosis.collective_records import WORLD, Record, process_groups
+from ddptui.core.diagnosis.collectives import group_names
 from ddptui.core.model.targets import name_ranks
+from ddptui.core.model.topology import Topology
 
 CELL = 44
 """Widest cell of the table, in characters."""
 
 
-def collectives_table(logs: Mapping[int, Sequence[Record]], last: int) -> list[str]:
+def collectives_table(
+    logs: Mapping[int, Sequence[Record]], last: int, topology: Topology | None = None
+) -> list[str]:
     """The `last` collectives of each process group side by side across ranks, aligned by sequence
     number; `≠` marks a row whose ops, shapes or dtypes differ. Ranks with identical columns share one.
     """
     lines: list[str] = []
     groups = process_groups(logs)
+    names = group_names(groups, topology or Topology())
     for pg in groups:
         seqs = {
             rank: {r.seq: r for r in log if r.pg == pg and not r.p2p} for rank, log in sorted(logs.items())
         }
         seqs = {rank: by_seq for rank, by_seq in seqs.items() if by_seq or pg == WORLD}
         rows = sorted({seq for by_seq in seqs.values() for seq in by_seq})[-last:] if last > 0 else []
-        if len(groups) > 1:
-            lines.append(f"group {pg}")
+        if names[pg]:
+            lines.append(names[pg])
         lines += _table(seqs, rows)
     return lines
 

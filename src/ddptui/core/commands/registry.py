@@ -345,7 +345,7 @@ async def _collectives(ctx: Context, arg: str) -> Result:
     logs = await ctx.findings.verdicts.refresh()
     if not any(logs.values()):
         return Result(("no collective recorded yet (has the job called init_process_group?)",))
-    lines = collectives_table(logs, int(arg or 10))
+    lines = collectives_table(logs, int(arg or 10), ctx.session.topology)
     lines += [str(verdict) for verdict in await ctx.findings.verdicts.check()]
     return Result(tuple(lines))
 

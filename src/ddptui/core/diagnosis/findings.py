@@ -14,6 +14,7 @@ import contextlib
 import json
 
 from ddptui.core.diagnosis.ddp_check import UNUSED_ERROR, explain_unused
+from ddptui.core.diagnosis.deaths import REASON_SHOWN, death_of, death_words
 from ddptui.core.diagnosis.hints import rank_hint
 from ddptui.core.diagnosis.rootcause import ROOT, Failure, tags
 from ddptui.core.diagnosis.verdicts import VerdictWatch
@@ -21,6 +22,7 @@ from ddptui.core.model.state import WAITING, RankState
 from ddptui.core.model.targets import name_ranks
 from ddptui.core.model.text import inert
 from ddptui.core.session import wrap
+from ddptui.core.session.rank import Rank
 from ddptui.core.session.session import Session
 from ddptui.core.transport.logs import SessionLog
 
@@ -87,7 +89,7 @@ class Findings:
         shared: dict[tuple[str, str | None], list[int]] = {}
         for rank in first + [r for r in ranks if r not in first]:
             mark = f"  {marks[rank.index]}" if rank.index in marks else ""
-            state = "never connected to ddptui" if wrap.absent(rank) else rank.state.describe()
+            state = "never connected to ddptui" if wrap.absent(rank) else _last_state(rank)
             text, hint = f"{inert(state)}{mark}", rank_hint(rank)
             same = shared.get((text, hint)) if grouped else None
             if same is None:
@@ -102,3 +104,13 @@ class Findings:
         if self.session.launcher is not None:
             lines.append(inert(self.session.launcher.describe()))
         return lines
+
+
+def _last_state(rank: Rank) -> str:
+    """The rank's state in words; for a rank a signal killed, with what its terminal says of it."""
+    death = death_of(rank)
+    if death is None:
+        return rank.state.describe()
+    text, where, reason = death_words(rank.state, death, REASON_SHOWN)
+    text += f", {where}" if where else ""
+    return f"{text}: {reason}" if reason else text

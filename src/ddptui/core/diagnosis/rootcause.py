@@ -3,9 +3,11 @@
 Failures are ordered by ddptui's own clock (when each rank's exception or non-zero exit reached
 the core, to the millisecond), not by whole-second timestamps. A failure whose message is what a
 rank says when a *peer* went away (gloo's `Connection closed by peer`, a store or collective
-timeout, a launcher's SIGTERM) is a consequence; the root cause is the earliest failure that is
-not one — or, when every failure is a consequence, a rank that exited 0 early while its peers
-waited in a collective it never entered (an `early exit` verdict names it).
+timeout, a launcher's SIGTERM) is a consequence, and so is the failure of a rank a verdict says
+another caused (the peer gloo aborted for a mismatch); the root cause is the earliest failure that
+is not one — or, when every failure is a consequence, the rank a verdict names: one that exited 0
+early while its peers waited in a collective it never entered (`early exit`), or one whose shape
+made gloo abort a peer (a `mismatch` with victims).
 """
 
 from __future__ import annotations
@@ -58,22 +60,31 @@ class Failure:
         return self.state.exit_code in (-signal.SIGTERM, NO_STATUS)  # a launcher ends the others
 
 
+def victims(verdicts: Iterable[Verdict]) -> frozenset[int]:
+    """Ranks whose failure a verdict says another rank caused."""
+    return frozenset(rank for verdict in verdicts for rank in verdict.victims)
+
+
 def root_cause(failures: Sequence[Failure], verdicts: Iterable[Verdict] = ()) -> int | None:
     """The rank whose failure explains the others, or None when nothing failed."""
+    verdicts = list(verdicts)
+    caused = victims(verdicts)
     ordered = sorted(failures, key=lambda failure: (failure.when, failure.rank))
     for failure in ordered:
-        if not failure.consequence:
+        if not failure.consequence and failure.rank not in caused:
             return failure.rank
     for verdict in verdicts:
-        if verdict.kind == "early exit" and verdict.suspects:
+        if verdict.suspects and (verdict.kind == "early exit" or verdict.victims):
             return min(verdict.suspects)
     return ordered[0].rank if ordered else None
 
 
-def one_bug(failures: Sequence[Failure]) -> bool:
+def one_bug(failures: Sequence[Failure], verdicts: Iterable[Verdict] = ()) -> bool:
     """True when several ranks failed the same way on their own: no rank caused the others'."""
-    causes = {str(f.state.crash).rsplit(" (", 1)[0] for f in failures if not f.consequence}
-    return len(causes) == 1 and sum(not f.consequence for f in failures) > 1
+    caused = victims(verdicts)
+    own = [f for f in failures if not f.consequence and f.rank not in caused]
+    causes = {str(f.state.crash).rsplit(" (", 1)[0] for f in own}
+    return len(causes) == 1 and len(own) > 1
 
 
 def tags(failures: Sequence[Failure], verdicts: Iterable[Verdict] = ()) -> dict[int, str]:
@@ -83,13 +94,14 @@ def tags(failures: Sequence[Failure], verdicts: Iterable[Verdict] = ()) -> dict[
     says it all.
     """
     verdicts = list(verdicts)
-    if one_bug(failures):
+    if one_bug(failures, verdicts):
         return {}
     root = root_cause(failures, verdicts)
     if root is None or (len(failures) == 1 and failures[0].rank == root):
         return {}
     marks = {root: ROOT}
+    caused = victims(verdicts)
     for failure in failures:
-        if failure.rank != root and failure.consequence:
+        if failure.rank != root and (failure.consequence or failure.rank in caused):
             marks[failure.rank] = f"(consequence of rank {root})"
     return marks

@@ -17,12 +17,18 @@ from __future__ import annotations
 import ast
 import re
 import tokenize
+from dataclasses import dataclass
 
-from ddptui.core.model.stacks import Frame, blocked_at, parse_threads
+from ddptui.core.model.stacks import Frame, blocked_at, main_thread, parse_threads
 from ddptui.core.model.state import short_path
+from ddptui.core.model.text import terminal_lines
 
 _FATAL_ERROR = "Fatal Python error: "
 _CURRENT_THREAD = re.compile(r"^Current thread 0x[0-9a-f]+", re.MULTILINE)
+_THROWN = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
+_WHAT = re.compile(r"^\s*what\(\):\s+(?P<what>\S.*)$")
+DEATH_TAIL = 65536
+"""Bytes of a dead rank's terminal read for its death: the dump of a few dozen threads fits."""
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _Scope = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
@@ -36,8 +42,12 @@ def fatal_site(dump: str) -> str | None:
     without Python frames (a crash in a C++ thread): better nothing than another thread's line.
     """
     frames = crashed_thread(dump)
-    if not frames:
-        return None
+    return stack_site(frames) if frames else None
+
+
+def stack_site(frames: list[Frame]) -> str:
+    """`at train.py:4 (in DistributedDataParallel.__init__)` for a stack (innermost first), as
+    `fatal_site` says it."""
     user, call = blocked_at(frames)
     if user is None:
         return f"in {qualified_name(frames[0])} ({library_path(frames[0].file)}:{frames[0].line})"
@@ -108,3 +118,64 @@ def library_path(path: str) -> str:
         if marker in path:
             return path.rsplit(marker, 1)[1]
     return short_path(path)
+
+
+@dataclass(frozen=True)
+class FatalDeath:
+    """How a rank died of a fatal signal, as its terminal tells: what it printed, where it stood.
+
+    gloo aborts a rank from one of its own C++ threads (`terminate called after throwing ...`):
+    faulthandler then marks no thread `Current`, and `fatal_site` rightly says nothing. The main
+    thread's stack still says where the user's code was — inside the collective that thread serves.
+    """
+
+    error: str
+    """faulthandler's own line, `Fatal Python error: Aborted`, or empty."""
+    thrown: str = ""
+    """The C++ exception's type, `gloo::EnforceNotMet`, or empty."""
+    what: str = ""
+    """The C++ exception's `what()`, or empty."""
+    where: Frame | None = None
+    """The innermost user frame of the main thread."""
+    call: str | None = None
+    """The library call the main thread was in there (`all_reduce`)."""
+    site: str = ""
+    """`at train.py:13 (in all_reduce)`: the main thread's place, or empty."""
+
+    @property
+    def reason(self) -> str:
+        """`gloo::EnforceNotMet: [enforce fail at ...] ...`; the fatal error's line without one."""
+        if self.what:
+            return f"{self.thrown}: {self.what}" if self.thrown else self.what
+        return self.error
+
+
+def read_death(data: bytes) -> FatalDeath | None:
+    """The death told by the end of a rank's terminal (`DEATH_TAIL` bytes: what the C++ runtime
+    printed, then the fatal dump the core appends); None without a fatal dump."""
+    lines = terminal_lines(data)
+    fatal = max((i for i, line in enumerate(lines) if line.startswith(_FATAL_ERROR)), default=None)
+    if fatal is None:
+        return None
+    thrown = what = ""
+    for line in lines:  # the last ones: a forked worker's may come first
+        if found := _THROWN.search(line):
+            thrown, what = found["type"], ""
+        elif found := _WHAT.match(line):
+            what = found["what"].strip()
+    frames = main_thread_frames("\n".join(lines[fatal:]))
+    user, call = blocked_at(frames)
+    site = stack_site(frames) if frames else ""
+    return FatalDeath(lines[fatal].strip(), thrown, what, user, call, site)
+
+
+def main_thread_frames(dump: str) -> list[Frame]:
+    """The main thread's frames (innermost first) in a fatal dump; empty when no thread is it.
+
+    Threads started by `threading` end in its `_bootstrap`: never the main one.
+    """
+    threads = parse_threads(dump)
+    started = [
+        t for t in threads if t and not (t[-1].func == "_bootstrap" and t[-1].file.endswith("threading.py"))
+    ]
+    return main_thread(started) if started else []
