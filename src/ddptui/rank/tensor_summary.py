@@ -86,14 +86,38 @@ def local(tensor: Any) -> tuple[Any, bool]:
 
 
 def dtensor_fields(tensor: Any) -> dict[str, Any]:
-    """A DTensor's global shape, placements and mesh (dim names and sizes): metadata only."""
+    """A DTensor's global shape, placements (and their kinds), mesh (dim names and sizes) and this
+    rank's coordinate on it: metadata only, no collective (the core tells replicas from shards)."""
     mesh = tensor.device_mesh
     names = getattr(mesh, "mesh_dim_names", None) or [f"dim{i}" for i in range(mesh.ndim)]
     return {
         "global_shape": list(tensor.shape),
         "placements": [repr(p) for p in tensor.placements],
+        "kinds": [placement_kind(p) for p in tensor.placements],
         "mesh": dict(zip(names, (int(size) for size in mesh.shape), strict=False)),
+        "coordinate": guard(lambda: _coordinate(mesh), None),
     }
+
+
+def placement_kind(placement: Any) -> str:
+    """`replicate`, `partial`, `shard` or `other`: what a placement says ranks along its mesh dim hold.
+
+    Asked of the placement's own methods, with the class name as a fallback: `_StridedShard` (what
+    FSDP2 puts on a mesh dim it shares with TP) says False to `is_shard()`.
+    """
+    if guard(placement.is_replicate, False):
+        return "replicate"
+    if guard(placement.is_partial, False):
+        return "partial"
+    if guard(placement.is_shard, False) or any("Shard" in c.__name__ for c in type(placement).__mro__):
+        return "shard"
+    return "other"
+
+
+def _coordinate(mesh: Any) -> list[int] | None:
+    """This rank's index along each mesh dim (set when the mesh was made); None outside the mesh."""
+    coordinate = mesh.get_coordinate()
+    return None if coordinate is None else [int(index) for index in coordinate]
 
 
 def readable(tensor: Any) -> tuple[Any, str | None]:
