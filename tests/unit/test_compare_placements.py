@@ -121,6 +121,7 @@ def test_a_fully_replicated_dtensor_is_all_equal_or_names_the_odd_rank() -> None
         "replicas agree along dp, tp (all 4 ranks equal)"
     )
     odd = compare(by_tp({0: "a", 1: "a", 2: "b", 3: "a"}, both))
+    assert odd.verdict == "replicas differ along dp, tp"
     assert odd.notes == ("rank 2 (dp 1, tp 0) differs from its dp, tp replicas ranks 0-1,3",)
     assert rows(odd) == [({0, 1, 3}, False), ({2}, True)]
 

@@ -129,10 +129,10 @@ class Replicas:
         along = self.layout.along(replicated)
         within = f" within tol {tol:g}" if tol is not None else ""
         count = len(self.groups)
+        if self.splits and count == 1:
+            return f"replicas differ along {along}{within}"
         if self.splits:
-            return (
-                f"replicas differ along {along}{within}: {len(self.splits)} of {count} group{_s(count)} split"
-            )
+            return f"replicas differ along {along}{within}: {len(self.splits)} of {count} groups split"
         sizes = sorted({len(group) for group in self.groups})
         if count == 1:
             return f"replicas agree along {along}{within} (all {sizes[0]} ranks equal)"
