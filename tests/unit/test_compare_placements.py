@@ -164,6 +164,23 @@ def test_many_odd_replicas_are_counted_past_a_few() -> None:
     assert len(notes) == 5 and notes[-1] == "… and 4 more that differ from their replicas"
 
 
+def two_meshes() -> dict[int, Answer]:
+    """A DTensor replicated on `mesh["tp"]` of a 2x2 (dp, tp) mesh: ranks 0-1 hold one, ranks 2-3 another."""
+    answers: dict[int, Answer] = {r: shard("ab"[r // 2], r, ["Replicate()"], {"tp": 2}) for r in range(4)}
+    for rank, answer in answers.items():
+        answer["tensor"]["dtensor"].update(coordinate=[rank % 2], mesh_id=f"mesh{rank // 2}")
+    return answers
+
+
+def test_ranks_on_two_meshes_of_one_shape_are_not_each_others_replicas() -> None:
+    comparison = compare(two_meshes())
+    assert comparison.verdict == (
+        "2 meshes (ranks 0-1 | ranks 2-3), each on its own: "
+        "replicas agree along tp (2 groups of 2 ranks, each shard equal across tp)"
+    )
+    assert rows(comparison) == [({0, 1}, False), ({2, 3}, False)]
+
+
 def test_a_rank_outside_the_mesh_has_no_layout() -> None:
     outside = shard("a", 0, DP_TP)
     outside["tensor"]["dtensor"]["coordinate"] = None
@@ -179,3 +196,10 @@ def test_a_long_verdict_goes_on_at_its_clauses() -> None:
         "  shards differ along dp by design (Shard(dim=0))",
     ]
     assert lines[2].startswith("  ranks 0-1 │ tensor(")
+
+
+def test_a_verdict_on_two_meshes_goes_on_after_its_colon() -> None:
+    assert compare(two_meshes()).lines(80)[:2] == [
+        "2 meshes (ranks 0-1 | ranks 2-3), each on its own:",
+        "  replicas agree along tp (2 groups of 2 ranks, each shard equal across tp)",
+    ]

@@ -57,6 +57,7 @@ def test_a_pending_collective_is_described_and_never_waited_on(zoo: dict[str, An
 def test_dtensors_show_their_placements_mesh_and_local_shard(zoo: dict[str, Any]) -> None:
     shard = info(zoo, "dtensor_shard")
     assert shard["local"] and shard["shape"] == [8] and shard["max"] == 7.0
+    mesh_id = shard["dtensor"].pop("mesh_id")
     assert shard["dtensor"] == {
         "global_shape": [8],
         "placements": ["Shard(dim=0)"],
@@ -64,6 +65,7 @@ def test_dtensors_show_their_placements_mesh_and_local_shard(zoo: dict[str, Any]
         "mesh": {"tp": 1},
         "coordinate": [0],
     }
+    assert len(mesh_id) == 16 and info(zoo, "dtensor_replicate")["dtensor"]["mesh_id"] == mesh_id
     assert info(zoo, "dtensor_replicate")["dtensor"]["placements"] == ["Replicate()"]
     assert info(zoo, "dtensor_replicate")["dtensor"]["kinds"] == ["replicate"]
     assert "Partial" in info(zoo, "dtensor_partial")["dtensor"]["placements"][0]

@@ -12,6 +12,7 @@ the odd ranks are those that differ from their replicas, not those outside the l
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -68,8 +69,8 @@ class Comparison:
         """The table as plain text: verdict, notes, `ranks 0,2-3 │ value` rows (`≠` marks odd),
         sparkline.
 
-        Every line is cut to `width` characters; a verdict too long for one line goes on at its
-        clauses (`; `), each further line indented.
+        Every line is cut to `width` characters; a verdict too long for one line goes on after a
+        `;` or `:`, each further line indented.
         """
         labels = [name_ranks(row.ranks) for row in self.rows]
         column = max(map(len, [*labels, SPARK_LABEL]))
@@ -299,15 +300,13 @@ def _one_line(text: str) -> str:
 
 
 def _clauses(verdict: str, width: int) -> list[str]:
-    """The verdict on as many lines as it needs, broken after a `;`, later lines indented by two."""
+    """The verdict on as many lines as it needs, broken after a `;` or `:`, later lines indented."""
     lines = [""]
-    for clause in verdict.split("; "):
-        joined = f"{lines[-1]}; {clause}" if lines[-1] else clause
-        if len(joined) <= width or not lines[-1]:
-            lines[-1] = joined
-        else:
-            lines[-1] += ";"
+    for clause in re.split(r"(?<=[;:]) ", verdict):
+        if lines[-1] and len(lines[-1]) + 1 + len(clause) > width:
             lines.append(f"  {clause}")
+        else:
+            lines[-1] = f"{lines[-1]} {clause}" if lines[-1] else clause
     return lines
 
 

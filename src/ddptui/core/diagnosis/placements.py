@@ -3,9 +3,12 @@ replicated on. Shards differ by design and partial sums are not comparable; repl
 
 Pure logic over the `dtensor` entry of each rank's tensor summary (`ddptui.rank.tensor_summary`):
 `mesh` (dim name -> size), `placements` (a repr per mesh dim), `kinds` (`replicate`, `partial`,
-`shard` or `other` per mesh dim), `global_shape` and `coordinate` (this rank's index along each mesh
-dim). Ranks whose coordinates differ only along replicated dims form a *replica group*; within one,
-every local shard must be equal. `:compare` and the replica check of `:ddp-check` both use it.
+`shard` or `other` per mesh dim), `global_shape`, `coordinate` (this rank's index along each mesh
+dim) and `mesh_id` (which ranks the mesh spans). Ranks of one mesh whose coordinates differ only
+along replicated dims form a *replica group*; within one, every local shard must be equal. Ranks of
+two meshes of one shape (`mesh["tp"]` in dp replica 0 and in dp replica 1) are never grouped: what
+ties them (DDP? pipeline stages?) the DTensor does not say. `:compare` and the replica check of
+`:ddp-check` both use it.
 """
 
 from __future__ import annotations
@@ -98,9 +101,11 @@ class Replicas:
     layout: Layout
     coordinates: Mapping[int, tuple[int, ...]]
     groups: tuple[tuple[int, ...], ...]
-    """Replica groups: ranks at equal coordinates on every mesh dim that is not replicated."""
+    """Replica groups: ranks of one mesh at equal coordinates on every mesh dim that is not replicated."""
     splits: tuple[Split, ...]
     """The replica groups whose ranks disagree."""
+    meshes: tuple[tuple[int, ...], ...] = ()
+    """The ranks on each mesh, when they are on several of one shape; empty when on one."""
 
     @property
     def odd(self) -> frozenset[int]:
@@ -122,7 +127,11 @@ class Replicas:
             if dims := self.layout.dims(kind):
                 placements = ", ".join(self.layout.placements[dim] for dim in dims)
                 parts.append(words.format(along=self.layout.along(dims), placements=placements))
-        return "; ".join(parts)
+        said = "; ".join(parts)
+        if not self.meshes:
+            return said
+        meshes = " | ".join(name_ranks(ranks) for ranks in self.meshes)
+        return f"{len(self.meshes)} meshes ({meshes}), each on its own: {said}"
 
     def _replica_words(self, replicated: list[int], tol: float | None) -> str:
         """`replicas agree along dp (...)` or `replicas differ along dp: 1 of 2 groups split`."""
@@ -175,19 +184,20 @@ def replicas(dtensors: Mapping[int, Any], same: Same) -> Replicas | None:
         return None
     layout = layouts.pop()
     coordinates = {rank: coordinate for rank, (_, coordinate) in read.items()}
-    groups = _replica_groups(layout, coordinates)
-    splits = tuple(split for group in groups if (split := _split(group, same)) is not None)
-    return Replicas(layout, coordinates, groups, splits)
-
-
-def _replica_groups(
-    layout: Layout, coordinates: Mapping[int, tuple[int, ...]]
-) -> tuple[tuple[int, ...], ...]:
-    """Ranks grouped by their coordinates on the mesh dims that are not replicated, lowest rank first."""
+    meshes = _by({rank: str(dtensors[rank].get("mesh_id")) for rank in read})
     fixed = [dim for dim, kind in enumerate(layout.kinds) if kind != REPLICATE]
-    groups: dict[tuple[int, ...], list[int]] = {}
-    for rank in sorted(coordinates):
-        groups.setdefault(tuple(coordinates[rank][dim] for dim in fixed), []).append(rank)
+    groups = _by(
+        {rank: (mesh, *(coordinates[rank][dim] for dim in fixed)) for mesh in meshes for rank in mesh}
+    )
+    splits = tuple(split for group in groups if (split := _split(group, same)) is not None)
+    return Replicas(layout, coordinates, groups, splits, meshes if len(meshes) > 1 else ())
+
+
+def _by(keys: Mapping[int, Any]) -> tuple[tuple[int, ...], ...]:
+    """Ranks grouped by equal keys, each group in rank order, groups in order of their lowest rank."""
+    groups: dict[Any, list[int]] = {}
+    for rank in sorted(keys):
+        groups.setdefault(keys[rank], []).append(rank)
     return tuple(tuple(ranks) for ranks in groups.values())
 
 
