@@ -82,7 +82,11 @@ def test_hsdp_replicas_agree_until_one_rank_nudges_its_shard(ddptui: Runner) -> 
 
 def test_a_2d_mesh_checks_replicas_along_each_replicated_dim(ddptui: Runner) -> None:
     checks = [":compare table", ":compare model[2].bias", ":compare model[0].weight", ":ddp-check"]
-    out = run(ddptui, "mesh_2d_step.py", [*checks, "c", *checks, "c"], "odd", nproc=4)
+    out = run(ddptui, "mesh_2d_step.py", [*checks, ":compare per_dp", "c", *checks, "c"], "odd", nproc=4)
+    assert block(out, ":compare per_dp")[:2] == [
+        "2 meshes (ranks 0-1 | ranks 2-3), each on its own:",
+        "  replicas agree along tp (2 groups of 2 ranks, each shard equal across tp)",
+    ]
     assert block(out, ":compare table")[:2] == [
         "replicas agree along dp (2 groups of 2 ranks, each shard equal across dp);",
         "  shards differ along tp by design (Shard(dim=0))",

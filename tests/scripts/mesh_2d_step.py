@@ -1,6 +1,7 @@
 """A 2x2 (dp, tp) mesh: tensor parallel inside each dp replica, FSDP2 across them; one step.
 
-`table` is replicated across dp and sharded across tp. Stops before the step and after it.
+`table` is replicated across dp and sharded across tp; `per_dp` is replicated on each dp replica's
+own tp mesh (`mesh["tp"]`), different across them. Stops before the step and after it.
 `mesh_2d_step.py odd`: after the step rank 3 nudges its shard of `table` and its replica of
 `model[2].bias` (Replicate() along tp).
 """
@@ -11,7 +12,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
-from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+from torch.distributed.tensor import DTensor, Replicate, Shard, distribute_tensor
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
 dist.init_process_group("gloo")
@@ -22,7 +23,9 @@ model = parallelize_module(model, mesh["tp"], {"0": ColwiseParallel(), "2": Roww
 fully_shard(model, mesh=mesh["dp"])
 optim = torch.optim.SGD(model.parameters(), lr=0.1)
 table = distribute_tensor(torch.arange(32.0).reshape(8, 4), mesh, [Replicate(), Shard(0)])
-x = torch.ones(2, 8) * (mesh.get_coordinate()[0] + 1)
+dp = mesh.get_coordinate()[0]
+per_dp = DTensor.from_local(torch.ones(2) * dp, mesh["tp"], [Replicate()], run_check=False)
+x = torch.ones(2, 8) * (dp + 1)
 breakpoint()
 loss = model(x).sum()
 loss.backward()
