@@ -139,6 +139,11 @@ def test_errors_and_a_tolerance_keep_their_say() -> None:
     assert compare(close, tol=1e-3).verdict.startswith("replicas agree along dp within tol 0.001 (")
 
 
+def test_ranks_that_hold_no_replica_of_each_other_say_so() -> None:
+    comparison = compare(by_tp({0: "a", 1: "b"}))
+    assert comparison.verdict.startswith("no replicas along dp among these ranks; shards differ along tp")
+
+
 def test_layouts_that_differ_across_ranks_are_compared_as_plain_values() -> None:
     answers = by_tp({0: "a", 1: "b", 2: "a", 3: "b"})
     answers[3] = shard("b", 3, ["Shard(dim=0)", "Shard(dim=0)"])

@@ -143,6 +143,8 @@ class Replicas:
         if self.splits:
             return f"replicas differ along {along}{within}: {len(self.splits)} of {count} groups split"
         sizes = sorted({len(group) for group in self.groups})
+        if sizes == [1]:
+            return f"no replicas along {along} among these ranks"
         if count == 1:
             return f"replicas agree along {along}{within} (all {sizes[0]} ranks equal)"
         size = f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}"
