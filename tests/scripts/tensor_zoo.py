@@ -14,6 +14,7 @@ import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
+from torch.distributed.tensor.placement_types import _StridedShard
 from torch.testing._internal.two_tensor import TwoTensor
 
 from ddptui.rank.summary import summarize
@@ -71,6 +72,7 @@ ZOO = {
     "dtensor_shard": lambda: distribute_tensor(torch.arange(8.0), mesh, [Shard(0)]),
     "dtensor_replicate": lambda: distribute_tensor(torch.ones(4), mesh, [Replicate()]),
     "dtensor_partial": lambda: DTensor.from_local(torch.ones(4), mesh, [Partial()]),
+    "dtensor_strided": lambda: DTensor.from_local(torch.ones(4), mesh, [_StridedShard(0, split_factor=2)]),
     "async_collective_pending": lambda: pending,
     "async_collective_done": lambda: done,
     "dtensor_of_pending": lambda: DTensor.from_local(funcol.all_reduce(torch.ones(2), "sum", mesh), mesh),

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from conftest import SCRIPTS, until
 from test_app import all_paused, spec
 from textual.app import App, ComposeResult
 
-from ddptui.core.diagnosis.compare import compare
+from ddptui.core.diagnosis.compare import Answer, compare
 from ddptui.core.session.session import Session
 from ddptui.ui.app import DdptuiApp
 from ddptui.ui.compare_table import CompareTable
@@ -50,6 +51,43 @@ async def test_compare_table_marks_odd_rows_and_nan() -> None:
         assert "≠ rank 3 │ raised KeyError: 'key'" in rows
         bars = str(table.query_one(RankSparkline).render()).splitlines()[0]
         assert bars.startswith("▁×█·▁")  # rank 1 NaN, rank 3 raised
+
+
+def replica(rank: int, value: str) -> dict[str, Any]:
+    """Rank `rank`'s summary of a DTensor replicated across dp and sharded across tp (2x2 mesh)."""
+    mesh, placements = {"dp": 2, "tp": 2}, ["Replicate()", "Shard(dim=0)"]
+    dtensor = {
+        "placements": placements,
+        "kinds": ["replicate", "shard"],
+        "mesh": mesh,
+        "coordinate": divmod(rank, 2),
+    }
+    return {"repr": "w", "key": value, "tensor": {"shape": [4], "dtype": "float32", "dtensor": dtensor}}
+
+
+class ReplicaTableApp(App[None]):
+    """A compare table of a DTensor whose rank 3 differs from its replica."""
+
+    def compose(self) -> ComposeResult:
+        """One table."""
+        table = CompareTable()
+        answers: dict[int, Answer] = {rank: replica(rank, "ab"[rank % 2]) for rank in range(3)}
+        table.title, table.comparison = ":compare w", compare({**answers, 3: replica(3, "c")})
+        yield table
+
+
+async def test_compare_table_names_the_rank_that_differs_from_its_replica() -> None:
+    app = ReplicaTableApp()
+    async with app.run_test(size=(100, 12)) as pilot:
+        table = app.query_one(CompareTable)
+        assert "replicas differ along dp" in str(table.query_one(".title").render())
+        notes = table.query_one(".notes")
+        assert notes.display and str(notes.render()) == (
+            "rank 3 (dp 1, tp 1) differs from its dp replica rank 1 (dp 0, tp 1)"
+        )
+        table.comparison = compare(ANSWERS)
+        await pilot.pause()
+        assert not notes.display
 
 
 async def test_watch_panel_follows_lockstep_steps() -> None:

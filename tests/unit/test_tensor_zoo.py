@@ -35,7 +35,7 @@ def info(zoo: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def test_the_job_lives_and_every_summary_is_bounded(zoo: dict[str, Any]) -> None:
-    assert "end" in zoo and len(zoo) == 30
+    assert "end" in zoo and len(zoo) == 31
     for name, line in zoo.items():
         if name != "end":
             assert line["seconds"] < 10, name
@@ -57,9 +57,29 @@ def test_a_pending_collective_is_described_and_never_waited_on(zoo: dict[str, An
 def test_dtensors_show_their_placements_mesh_and_local_shard(zoo: dict[str, Any]) -> None:
     shard = info(zoo, "dtensor_shard")
     assert shard["local"] and shard["shape"] == [8] and shard["max"] == 7.0
-    assert shard["dtensor"] == {"global_shape": [8], "placements": ["Shard(dim=0)"], "mesh": {"tp": 1}}
+    mesh_id = shard["dtensor"].pop("mesh_id")
+    assert shard["dtensor"] == {
+        "global_shape": [8],
+        "placements": ["Shard(dim=0)"],
+        "kinds": ["shard"],
+        "mesh": {"tp": 1},
+        "coordinate": [0],
+    }
+    assert len(mesh_id) == 16 and info(zoo, "dtensor_replicate")["dtensor"]["mesh_id"] == mesh_id
     assert info(zoo, "dtensor_replicate")["dtensor"]["placements"] == ["Replicate()"]
+    assert info(zoo, "dtensor_replicate")["dtensor"]["kinds"] == ["replicate"]
     assert "Partial" in info(zoo, "dtensor_partial")["dtensor"]["placements"][0]
+    assert info(zoo, "dtensor_partial")["dtensor"]["kinds"] == ["partial"]
+
+
+def test_a_dtensor_of_a_pending_collective_still_says_where_it_lies(zoo: dict[str, Any]) -> None:
+    pending = info(zoo, "dtensor_of_pending")
+    assert pending["dtensor"]["coordinate"] == [0] and pending["dtensor"]["kinds"] == ["replicate"]
+
+
+def test_fsdp2s_strided_shard_is_a_shard(zoo: dict[str, Any]) -> None:
+    strided = info(zoo, "dtensor_strided")["dtensor"]
+    assert strided["placements"] == ["_StridedShard(dim=0, sf=2)"] and strided["kinds"] == ["shard"]
     assert "local shard" in describe(zoo["dtensor_shard"]["summary"])
 
 

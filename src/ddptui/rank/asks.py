@@ -211,6 +211,14 @@ class Ddp(Ask[list[dict[str, Any]]]):
 
 
 @dataclass(frozen=True)
+class Replicas(Ask[list[dict[str, Any]]]):
+    """The rank's modules with DTensor parameters (FSDP2, tensor parallel), their parameters and
+    gradients summarised with their layouts (`ddptui.rank.replicas`)."""
+
+    KIND: ClassVar[str] = "replicas"
+
+
+@dataclass(frozen=True)
 class Timeouts(Ask[dict[str, float]]):
     """Process groups whose timeout ddptui raised: name -> the seconds they would have had."""
 
@@ -283,7 +291,8 @@ def _table(*kinds: type[Ask[Any]]) -> dict[tuple[str, str], type[Ask[Any]]]:
 
 
 KINDS = _table(
-    Eval, Stack, Store, Collectives, SaveCollectives, Skip, Interrupt, Edit, Ddp, Timeouts, Topology,
+    Eval, Stack, Store, Collectives, SaveCollectives, Skip, Interrupt, Edit, Ddp, Replicas, Timeouts,
+    Topology,
     UntilArm, UntilDisarm, UntilPending, UntilHold, UntilRelease,
 )  # fmt: skip
 """Every request kind, by its kind and action on the wire."""

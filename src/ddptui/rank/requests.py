@@ -19,7 +19,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from ddptui.rank import ddp, debugger, timeouts, topology, until
+from ddptui.rank import ddp, debugger, replicas, timeouts, topology, until
 from ddptui.rank.asks import (
     Ask,
     CollectiveRecord,
@@ -29,6 +29,7 @@ from ddptui.rank.asks import (
     Editing,
     Eval,
     Interrupt,
+    Replicas,
     SaveCollectives,
     Skip,
     Skipping,
@@ -255,6 +256,7 @@ HANDLERS: dict[type[Ask[Any]], Callable[[Any], Any]] = dict(
         Interrupt.answered_by(interrupt),
         Edit.answered_by(edit),
         Ddp.answered_by(lambda ask: ddp.ddp()),
+        Replicas.answered_by(lambda ask: replicas.replicas()),
         Timeouts.answered_by(lambda ask: timeouts.user_timeouts()),
         Topology.answered_by(lambda ask: topology.topology()),
         UntilArm.answered_by(lambda ask: until.arm()),

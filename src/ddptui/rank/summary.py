@@ -12,8 +12,9 @@
   absent otherwise;
 - `tensor` (tensors only): `shape`, `dtype`, `device`, `requires_grad`, `local` (the local shard of
   a DTensor), `min`, `max`, `mean`, `norm`, `nan`, `inf`, `hash`, `hash_sampled`; for a DTensor
-  also `dtensor` (`global_shape`, `placements`, `mesh`); when the elements were not read, `note`
-  says why (a pending collective, a freed storage, ...). Computed in `ddptui.rank.tensor_summary`.
+  also `dtensor` (`global_shape`, `placements`, `kinds` of placement, `mesh`, a `mesh_id` digest of
+  the ranks it spans, this rank's `coordinate` on it); when the elements were not read, `note` says
+  why (a pending collective, a freed storage, ...). Computed in `ddptui.rank.tensor_summary`.
 
 Non-finite floats (in `number` and the tensor stats) travel as the strings `"nan"`, `"inf"` and
 `"-inf"`, so the summary is strict JSON; a stat that does not apply is None.

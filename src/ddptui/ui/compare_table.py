@@ -33,6 +33,12 @@ class CompareTable(Vertical):
     CompareTable > .title {
         text-style: bold;
     }
+    CompareTable > .notes {
+        color: $warning;
+    }
+    CompareTable > .notes.-empty {
+        display: none;
+    }
     """
 
     comparison: reactive[Comparison | None] = reactive(None)
@@ -41,8 +47,10 @@ class CompareTable(Vertical):
     """`:compare loss` or `watch loss`."""
 
     def compose(self) -> ComposeResult:
-        """Title, rows, sparkline, drawn from what is set now."""
+        """Title, notes (hidden when there are none), rows, sparkline, drawn from what is set now."""
         yield Static(self._head(), classes="title")
+        notes = self._notes()
+        yield Static(notes, classes="notes" if notes else "notes -empty")
         yield Static(self._rows(), classes="rows")
         sparkline = RankSparkline()
         sparkline.comparison = self.comparison
@@ -65,6 +73,11 @@ class CompareTable(Vertical):
         comparison = self.comparison
         return Text(f"{inert(self.title)} · {comparison.verdict}" if comparison else inert(self.title))
 
+    def _notes(self) -> Text:
+        """The ranks that differ from their DTensor replicas, one per line (or why none is named)."""
+        notes = self.comparison.notes if self.comparison else ()
+        return Text("\n".join(inert(note) for note in notes))
+
     def _rows(self) -> Text:
         """One line per group of ranks."""
         width = max(self.size.width, 48)
@@ -72,9 +85,13 @@ class CompareTable(Vertical):
         return Text("\n").join(row_text(row, width) for row in rows)
 
     def _draw(self) -> None:
-        """Refill the title, the rows and the sparkline."""
+        """Refill the title, the notes, the rows and the sparkline."""
         if not self.is_mounted or not self.children:
             return
         self.query_one(".title", Static).update(self._head())
+        notes = self._notes()
+        shown = self.query_one(".notes", Static)
+        shown.update(notes)
+        shown.set_class(not notes, "-empty")
         self.query_one(".rows", Static).update(self._rows())
         self.query_one(RankSparkline).comparison = self.comparison

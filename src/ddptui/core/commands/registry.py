@@ -353,10 +353,11 @@ async def _collectives(ctx: Context, arg: str) -> Result:
 @command(
     "ddp-check",
     usage=":ddp-check",
-    help="DDP modules across ranks: parameters, buffers, gradients compared; parameters with no gradient",
+    help="DDP modules across ranks: parameters, buffers, gradients compared; parameters with no gradient;"
+    " FSDP2/TP: DTensor replicas along replicated mesh dims",
 )
 async def _ddp_check(ctx: Context, arg: str) -> Result:
-    """Compare the DDP replicas of the paused target ranks."""
+    """Compare the DDP replicas, and the replicas of DTensor parameters, of the paused target ranks."""
     session = ctx.session
     paused = [rank.index for rank in session.live() if rank.state.at_prompt]
     if not paused:

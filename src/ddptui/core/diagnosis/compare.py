@@ -3,15 +3,21 @@
 Pure logic over the answers ranks give to an `eval`: a summary dict from
 `ddptui.rank.summary.summarize` (non-finite floats arrive as the strings "nan", "inf", "-inf"),
 or an error string when the expression raised on that rank.
+
+A DTensor held by every rank is judged by its placements (`ddptui.core.diagnosis.placements`):
+local shards differ by design along sharded mesh dims and must be equal along replicated ones, so
+the odd ranks are those that differ from their replicas, not those outside the largest group.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ddptui.core.diagnosis.placements import Replicas, mismatch, replicas
 from ddptui.core.model.targets import name_ranks
 
 Summary = dict[str, Any]
@@ -55,15 +61,20 @@ class Comparison:
     """One character per rank, lowest rank first, when every answer is a number; else empty."""
     scale: tuple[float, float] | None = None
     """The finite (lowest, highest) the sparkline spans."""
+    notes: tuple[str, ...] = ()
+    """What the verdict leaves out: the ranks that differ from their DTensor replicas, or why a
+    DTensor was compared as a plain value."""
 
     def lines(self, width: int = 100) -> list[str]:
-        """The table as plain text: verdict, `ranks 0,2-3 │ value` rows (`≠` marks odd), sparkline.
+        """The table as plain text: verdict, notes, `ranks 0,2-3 │ value` rows (`≠` marks odd),
+        sparkline.
 
-        Every line is cut to `width` characters.
+        Every line is cut to `width` characters; a verdict too long for one line goes on after a
+        `;` or `:`, each further line indented.
         """
         labels = [name_ranks(row.ranks) for row in self.rows]
         column = max(map(len, [*labels, SPARK_LABEL]))
-        out = [self.verdict]
+        out = [*_clauses(self.verdict, width), *self.notes]
         for row, label in zip(self.rows, labels, strict=True):
             text = f"raised {row.text}" if row.error else row.text
             out.append(f"{'≠' if row.odd else ' '} {label:<{column}} │ {text}")
@@ -74,15 +85,21 @@ class Comparison:
 
 
 def compare(answers: Mapping[int, Answer], tol: float | None = None) -> Comparison:
-    """Group ranks by equal answers (or answers within `tol`, see `within`) and say how they differ."""
+    """Group ranks by equal answers (or answers within `tol`, see `within`) and say how they differ;
+    a DTensor by what its placements say must agree."""
     values = {rank: answer for rank, answer in answers.items() if isinstance(answer, dict)}
     errors = {rank: answer for rank, answer in answers.items() if not isinstance(answer, dict)}
     value_groups = _ordered(_group(values, tol))
-    groups = [(*group, False) for group in value_groups]
-    groups += [(*group, True) for group in _ordered(_group_errors(errors))]
+    error_groups = _ordered(_group_errors(errors))
     spark, scale = sparkline(answers)
+    placed = _placed(values, tol)
+    if isinstance(placed, Replicas):
+        rows = _placed_rows(value_groups, placed.odd) + _error_rows(error_groups)
+        verdict = _with_errors(placed.verdict(tol), len(errors))
+        return Comparison(rows, verdict, spark, scale, tuple(placed.notes()))
+    groups = [(*group, False) for group in value_groups] + [(*group, True) for group in error_groups]
     verdict = _verdict(len(value_groups), len(values), len(errors), tol)
-    return Comparison(_rows(groups), verdict, spark, scale)
+    return Comparison(_rows(groups), verdict, spark, scale, (placed,) if placed else ())
 
 
 def _rows(groups: list[tuple[list[int], str, bool]]) -> tuple[Row, ...]:
@@ -94,6 +111,38 @@ def _rows(groups: list[tuple[list[int], str, bool]]) -> tuple[Row, ...]:
         Row(frozenset(ranks), text, odd=not (alone and len(ranks) == largest), error=error)
         for ranks, text, error in groups
     )
+
+
+def _placed(values: Mapping[int, Summary], tol: float | None) -> Replicas | str | None:
+    """The replica check when every value is a DTensor of one layout; why not, when every value is
+    a DTensor but their layouts differ; None when some value is not a DTensor."""
+    dtensors = {rank: _dtensor(summary) for rank, summary in values.items()}
+    if not dtensors or any(dtensor is None for dtensor in dtensors.values()):
+        return None
+    checked = replicas(dtensors, lambda a, b: within(values[a], values[b], tol))
+    return checked if checked is not None else mismatch(dtensors)
+
+
+def _dtensor(summary: Summary) -> Any:
+    """The `dtensor` entry of a DTensor's summary; None for any other value."""
+    info = summary.get("tensor")
+    return info.get("dtensor") if isinstance(info, dict) else None
+
+
+def _placed_rows(groups: list[tuple[list[int], str]], odd: frozenset[int]) -> tuple[Row, ...]:
+    """Rows of DTensor values: each group of equal values split into the ranks that agree with
+    their replicas and those that do not (odd)."""
+    rows = []
+    for ranks, text in groups:
+        for is_odd in (False, True):
+            if part := frozenset(rank for rank in ranks if (rank in odd) == is_odd):
+                rows.append(Row(part, text, odd=is_odd, error=False))
+    return tuple(rows)
+
+
+def _error_rows(groups: list[tuple[list[int], str]]) -> tuple[Row, ...]:
+    """Rows of ranks where the expression raised: all worth a look."""
+    return tuple(Row(frozenset(ranks), text, odd=True, error=True) for ranks, text in groups)
 
 
 # --- grouping ---------------------------------------------------------------------------------------
@@ -250,6 +299,17 @@ def _one_line(text: str) -> str:
     return " ".join(text.split()) if "\n" in text else text
 
 
+def _clauses(verdict: str, width: int) -> list[str]:
+    """The verdict on as many lines as it needs, broken after a `;` or `:`, later lines indented."""
+    lines = [""]
+    for clause in re.split(r"(?<=[;:]) ", verdict):
+        if lines[-1] and len(lines[-1]) + 1 + len(clause) > width:
+            lines.append(f"  {clause}")
+        else:
+            lines[-1] = f"{lines[-1]} {clause}" if lines[-1] else clause
+    return lines
+
+
 def _cut(line: str, width: int) -> str:
     """`line` cut to `width` characters, `…` marking the cut."""
     return line if len(line) <= width else line[: max(width - 1, 0)] + "…"
@@ -257,16 +317,23 @@ def _cut(line: str, width: int) -> str:
 
 def _verdict(groups: int, values: int, errors: int, tol: float | None) -> str:
     """`all 4 ranks equal`, `3 distinct values`, `3 ranks equal, 1 error`, `4 errors`."""
-    error_text = f"{errors} error{'s' if errors != 1 else ''}"
     within_tol = f" (tol {tol:g})" if tol is not None else ""
     if groups == 0:
-        return error_text if errors else "no answers"
+        return _with_errors("", errors) or "no answers"
     if groups == 1:
         equal = f"{values} rank{'s' if values != 1 else ''} equal"
         head = f"all {equal}" if not errors and values > 1 else equal
     else:
         head = f"{groups} distinct values"
-    return f"{head}{within_tol}, {error_text}" if errors else f"{head}{within_tol}"
+    return _with_errors(f"{head}{within_tol}", errors)
+
+
+def _with_errors(head: str, errors: int) -> str:
+    """`head, 2 errors` (just the errors without a head; just the head without errors)."""
+    if not errors:
+        return head
+    error_text = f"{errors} error{'s' if errors != 1 else ''}"
+    return f"{head}, {error_text}" if head else error_text
 
 
 def sparkline(answers: Mapping[int, Answer]) -> tuple[str, tuple[float, float] | None]:
