@@ -33,14 +33,16 @@ def look(state: RankState) -> Phase:
     return state.phase
 
 
-def heading(where: str, phases: Iterable[Phase]) -> str:
-    """`train.py:28 · 60 paused, 4 waiting`, or `exited 0 · 64 ranks`: a group's plain-text label."""
+def heading(where: str, phases: Iterable[Phase], mesh_slice: str = "") -> str:
+    """`train.py:28 · 60 paused, 4 waiting`, or `exited 0 · 64 ranks`: a group's plain-text label,
+    ending with the slice of the mesh its ranks are (`· tp 1`) when there is one."""
     counts = Counter(phases)
+    end = f" · {mesh_slice}" if mesh_slice else ""
     if len(counts) == 1 and where.startswith(next(iter(counts)).value):
         count = counts.total()
-        return inert(f"{where} · {count} rank{'s' if count > 1 else ''}")
+        return inert(f"{where} · {count} rank{'s' if count > 1 else ''}{end}")
     parts = [f"{counts[phase]} {phase.value}" for phase in (Phase.STARTING, *LEGEND_PHASES) if counts[phase]]
-    return inert(f"{where} · {', '.join(parts)}")
+    return inert(f"{where} · {', '.join(parts)}{end}")
 
 
 def cells(
@@ -58,12 +60,13 @@ def cells(
     return Strip(segments)
 
 
-def legend(label: Style, colour: Callable[[Phase], Style]) -> Strip:
-    """What the colours and marks mean, and the keys."""
+def legend(label: Style, colour: Callable[[Phase], Style], mesh: bool = False) -> Strip:
+    """What the colours and marks mean, and the keys (with a `mesh`, the one that lays it out)."""
     segments = []
     for phase in LEGEND_PHASES:
         segments += [Segment(f" {phase.value} ", colour(phase)), Segment(" ", label)]
     keys = f" {ROOT_MARK} root cause  {MISSING_MARK} missing from a collective · space/g pick, enter show"
+    keys += ", m mesh dims" if mesh else ""
     return Strip([*segments, Segment(keys, label)])
 
 
