@@ -337,7 +337,7 @@ class StateGrid(ScrollView, can_focus=True):
         """One row: the legend, a heading, or cells (one segment per run of cells that look alike)."""
         label = self._cell_styles.heading()
         if row.kind == "legend":
-            return legend(label, self._cell_styles.cell, mesh=self.mesh is not None)
+            return legend(label, self._cell_styles.cell)
         if row.kind == "note":
             return Strip([Segment(row.label, label)])
         if row.kind == "heading":

@@ -60,13 +60,12 @@ def cells(
     return Strip(segments)
 
 
-def legend(label: Style, colour: Callable[[Phase], Style], mesh: bool = False) -> Strip:
-    """What the colours and marks mean, and the keys (with a `mesh`, the one that lays it out)."""
+def legend(label: Style, colour: Callable[[Phase], Style]) -> Strip:
+    """What the colours and marks mean, and the keys."""
     segments = []
     for phase in LEGEND_PHASES:
         segments += [Segment(f" {phase.value} ", colour(phase)), Segment(" ", label)]
     keys = f" {ROOT_MARK} root cause  {MISSING_MARK} missing from a collective · space/g pick, enter show"
-    keys += ", m mesh dims" if mesh else ""
     return Strip([*segments, Segment(keys, label)])
 
 

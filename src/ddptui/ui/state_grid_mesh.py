@@ -1,9 +1,10 @@
 """Where the state grid puts each rank's cell when the job has a device mesh: by two of its dims.
 
 Rows go along one dim (the other dims folded into them, in mesh order), columns along another;
-a note above the cells names the columns' dim and each column's index, and every row starts with
-its coordinates (`dp 1`). Ranks outside the mesh follow; the locations' headings come last, each
-still picking its ranks when clicked. Plain data, apart from the widget, like `state_grid_layout`.
+a note above the cells names the columns' dim and each column's index (then the key for other
+dims: the legend is full), and every row starts with its coordinates (`dp 1`). Ranks outside the
+mesh follow; the locations' headings come last, each still picking its ranks when clicked. Plain
+data, apart from the widget, like `state_grid_layout`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ Axes = tuple[str, ...]
 """How the grid is laid out: `(rows dim, columns dim)` (rows `""` for a one-dim mesh), or `()`
 for by location."""
 BY_LOCATION: Axes = ()
+NEXT_KEY = "· m: other dims"
+"""Said after the columns' indices: the key that lays the grid out by other dims, then by location."""
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,7 @@ def mesh_layout(keys: Sequence[str], chosen: MeshAxes, cell_width: int, room: in
     """The grid's rows for ranks at locations `keys`, laid out by the mesh dims `chosen`."""
     indent = chosen.indent()
     note = f"{chosen.columns:>{indent - 1}} " + "".join(f"{i:>{cell_width}}" for i in range(chosen.size))
+    note += f"{NEXT_KEY:>{len(NEXT_KEY) + 3}}"
     rows = [Row("legend"), Row("note", label=note)]
     place: dict[int, tuple[int, int]] = {}
     order: list[int] = []
