@@ -138,7 +138,8 @@ class DdptuiApp(App[int]):
         """Never leave a rank behind, however the app ends."""
         self.session.on_output.clear()
         self.session.on_state.clear()
-        self.session.topology_reader.on_change.clear()
+        if self._topology in self.session.topology_reader.on_change:  # others may listen too
+            self.session.topology_reader.on_change.remove(self._topology)
         self.session.kill_now()
 
     @work(exclusive=True, group="session")
