@@ -164,7 +164,7 @@ async def test_pane_titles_the_rank_bar_and_targets_say_mesh_coordinates() -> No
             "rank 2 (dp 1, tp 0)",
             "rank 3 (dp 1, tp 1)",
         ]
-        assert " r0-3  paused at " in bar_text(app)  # the whole mesh: no coordinates to say
+        await until(pilot, lambda: " r0-3  paused at " in bar_text(app))  # the whole mesh: nothing to say
         await pilot.press("f2", *"@3 n", "enter")  # rank 3 waits in the barrier for the others
         ranks = app.session.ranks
         await until(pilot, lambda: ranks[3].state.phase is Phase.WAITING and not app.session.lockstep.command)
