@@ -22,6 +22,7 @@ LINES = [
     ":r 0-1",
     ":state",
     ":status",
+    ":mesh",
     ":skip",
     ":skip none",
     ":compare value",

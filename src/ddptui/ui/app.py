@@ -23,6 +23,7 @@ from ddptui.core.commands.batch import exit_status
 from ddptui.core.commands.context import Context
 from ddptui.core.model.state import RankState
 from ddptui.core.model.targets import Line, format_ranks, name_ranks
+from ddptui.core.model.topology import Topology
 from ddptui.core.session.rank import Rank
 from ddptui.core.session.session import Session
 from ddptui.core.session.wrap import fold_exports
@@ -137,6 +138,8 @@ class DdptuiApp(App[int]):
         """Never leave a rank behind, however the app ends."""
         self.session.on_output.clear()
         self.session.on_state.clear()
+        if self._topology in self.session.topology_reader.on_change:  # others may listen too
+            self.session.topology_reader.on_change.remove(self._topology)
         self.session.kill_now()
 
     @work(exclusive=True, group="session")
@@ -148,6 +151,7 @@ class DdptuiApp(App[int]):
         for line in list(self.session.notices):  # said before the app was up (the launch's notes)
             self._notice(line)
         self.session.on_world.append(self._world)
+        self.session.topology_reader.on_change.append(self._topology)
         try:
             await self.session.start()
         except LaunchError as exc:
@@ -173,6 +177,13 @@ class DdptuiApp(App[int]):
             self.state_grid.set_state(rank, state)
         self.pane_grid.dress(rank, state)
 
+    def _topology(self, topology: Topology) -> None:
+        """The ranks told more of the job's meshes: panes, the bar and the grid say coordinates."""
+        self.pane_grid.topology = topology
+        self.rank_bar.mesh = topology.mesh
+        if self.state_grid is not None:
+            self.state_grid.mesh = topology.mesh
+
     def on_crash_takes_keys(self, event: messages.CrashTakesKeys) -> None:
         """A rank crashed while the keys were free: they go to its post-mortem (as F6)."""
         if not self._quitting:
@@ -194,6 +205,7 @@ class DdptuiApp(App[int]):
         self._rank_states.reset(size)
         if size > self.grid_threshold:
             self.state_grid = StateGrid(size, id="state-grid")
+            self.state_grid.mesh = self.session.topology.mesh
         self.pane_grid.set_world(size, picking=self.state_grid is not None)
         self._mount_world()
 

@@ -33,6 +33,8 @@ class CommandLine:
         self._log = log
         self._watch = watch
         self._bar = bar
+        self._typed_targets: tuple[frozenset[int], str] | None = None
+        """The default targets as last set by mesh coordinates (`:ranks tp=0`), and those words."""
 
     def parse(self, line: str) -> Line | None:
         """A line from the command line, read (None, and the error shown, when it does not parse)."""
@@ -44,7 +46,7 @@ class CommandLine:
 
     async def ddptui_command(self, text: str) -> commands.Result:
         """Run a `:` command, show its result in the command log, and return it."""
-        session, log = self._session, self._log
+        log = self._log
         log.echo(f":{text}")
         result = await commands.run(self._context, text)
         log.show(result)
@@ -53,9 +55,20 @@ class CommandLine:
             self._watch.show_stack(result.stack)
         if text.split(" ", 1)[0] in ("help", "h", "?"):
             log.show(commands.Result((f"keys: {help_line()}",)))
-        targets = session.targets
-        self._bar.target = "all" if targets is None else name_ranks(targets)
+        self._bar.target = self._target_words(text, result)
         return result
+
+    def _target_words(self, text: str, result: commands.Result) -> str:
+        """The default targets in words: `all`, `ranks 0,2`, or as set by coordinates `tp=0 (ranks 0,2)`."""
+        targets = self._session.targets
+        if targets is None:
+            return "all"
+        name, _, arg = text.strip().partition(" ")
+        ranks = commands.COMMANDS.get(name)
+        if ranks is not None and ranks.name == "ranks" and "=" in arg and not result.error:
+            self._typed_targets = (targets, arg.strip())
+        typed = self._typed_targets
+        return f"{typed[1]} ({name_ranks(targets)})" if typed and typed[0] == targets else name_ranks(targets)
 
     async def broadcast(self, line: Line) -> None:
         """Send a pdb command to the target ranks in lockstep (queued behind one in flight)."""

@@ -18,10 +18,12 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Grid
 from textual.message import Message
+from textual.reactive import reactive
 
 from ddptui.core.model.state import RankState
 from ddptui.core.model.targets import name_ranks
 from ddptui.core.model.text import inert
+from ddptui.core.model.topology import Topology
 from ddptui.core.session.rank import Rank
 from ddptui.ui.rank_bar import has_crashed
 from ddptui.ui.rank_pane import RankPane
@@ -54,9 +56,10 @@ def grid_shape(count: int) -> tuple[int, int]:
     return (count + 1) // 2, 2
 
 
-def dress_pane(pane: RankPane, state: RankState, rank: Rank | None) -> RankPane:
-    """Title and classes of a rank's pane for its state (mounted or not)."""
-    pane.border_title = Text(inert(f"rank {pane.rank} · {state.describe()}"))
+def dress_pane(pane: RankPane, state: RankState, rank: Rank | None, label: str = "") -> RankPane:
+    """Title and classes of a rank's pane for its state (mounted or not); `label` names the rank
+    (`rank 3 (dp 1, tp 1)`), its number when empty."""
+    pane.border_title = Text(inert(f"{label or f'rank {pane.rank}'} · {state.describe()}"))
     who = rank.identity if rank is not None else None
     if rank is not None:
         pane.source = rank.output  # a skipped flood's scrollback is emulated again from it
@@ -69,6 +72,9 @@ def dress_pane(pane: RankPane, state: RankState, rank: Rank | None) -> RankPane:
 
 class PaneGrid(Grid):
     """The ranks' panes, a page of them or those picked in a state grid (`picking`)."""
+
+    topology: reactive[Topology] = reactive(Topology, init=False)
+    """The job's groups and meshes as known: a pane's title says its rank's mesh coordinates."""
 
     @dataclass
     class Shown(Message):
@@ -142,7 +148,14 @@ class PaneGrid(Grid):
 
     def dress(self, rank: int, state: RankState) -> None:
         """Title and classes of a rank's pane for its new state."""
-        dress_pane(self.panes[rank], state, self._rank_of(rank))
+        dress_pane(self.panes[rank], state, self._rank_of(rank), self.topology.label(rank))
+
+    def watch_topology(self) -> None:
+        """Title every pane again, with its rank's coordinates."""
+        for pane in self.panes:
+            rank = self._rank_of(pane.rank)
+            if rank is not None:
+                self.dress(pane.rank, rank.state)
 
     def show_page(self, page: int, focus: int | None = None) -> None:
         """Show the panes of one page of ranks and lay them out as a grid (then focus `focus`)."""
@@ -224,4 +237,4 @@ class PaneGrid(Grid):
         if start > output.start:  # start at a line, not inside an escape sequence
             data = data[data.find(b"\n") + 1 :]
         pane.feed(data)
-        return dress_pane(pane, rank.state, rank)
+        return dress_pane(pane, rank.state, rank, self.topology.label(old.rank))

@@ -13,6 +13,8 @@ from textual.widget import Widget
 from ddptui.core.model.state import Frame, Phase, RankState, describe_exit
 from ddptui.core.model.targets import format_ranks, name_ranks
 from ddptui.core.model.text import inert
+from ddptui.core.model.topology import Mesh
+from ddptui.ui.mesh_slice import slice_words
 
 PHASE_STYLES = {
     Phase.STARTING: "dim",
@@ -25,6 +27,9 @@ PHASE_STYLES = {
 
 LEVELS = (0, 1, 2)
 """How much a narrow bar leaves out: 0 nothing, 1 directories and messages, 2 file names too."""
+DETAIL = ((0, True), (1, True), (2, True), (2, False))
+"""The chips' words in the order a narrowing bar tries them: a level, and whether ranks' mesh
+coordinates are said (they go last: they are what tells the ranks of a mesh apart)."""
 
 
 def style_of(state: RankState) -> str:
@@ -87,12 +92,12 @@ def paused_line(state: RankState) -> str | None:
     return None if where is None else str(where)
 
 
-def chip(ranks: set[int], state: RankState, level: int = 0) -> Text:
-    """One entry: `r0-3 paused at train.py:28`, coloured by phase."""
+def chip(ranks: set[int], state: RankState, level: int = 0, where: str = "") -> Text:
+    """One entry: `r0-3 paused at train.py:28`, coloured by phase; `where`: the ranks' place in
+    the mesh (`r3 dp1 tp1`)."""
     style = style_of(state)
-    return Text.assemble(
-        (f" r{format_ranks(ranks)} ", "reverse " + style), (f" {brief(state, level)} ", style)
-    )
+    who = f"r{format_ranks(ranks)} {where}" if where else f"r{format_ranks(ranks)}"
+    return Text.assemble((f" {who} ", "reverse " + style), (f" {brief(state, level)} ", style))
 
 
 def divergence(states: tuple[RankState, ...], level: int = 0) -> str:
@@ -126,6 +131,8 @@ class RankBar(Widget):
     """Ranks the broadcast in flight still waits for."""
     in_flight: reactive[str] = reactive("")
     """The command being broadcast, or empty."""
+    mesh: reactive[Mesh | None] = reactive(None)
+    """The job's device mesh once known: each chip says its ranks' coordinates where they fit."""
 
     @property
     def crashed(self) -> list[int]:
@@ -141,7 +148,8 @@ class RankBar(Widget):
     def _chip_lines(self, width: int, rows: int) -> list[Text]:
         """The chips on the fewest lines, then in the most words, that fit; cut at `rows` lines."""
         groups = list(group(self.states, RankState.describe).values())
-        layouts = [layout([self._chip(ranks, level) for ranks in groups], width) for level in LEVELS]
+        detail = DETAIL if self.mesh is not None else [(level, False) for level in LEVELS]
+        layouts = [layout([self._chip(ranks, *words) for ranks in groups], width) for words in detail]
         for used in range(1, rows + 1):
             for lines in layouts:
                 if len(lines) <= used:
@@ -150,9 +158,10 @@ class RankBar(Widget):
         lines = layouts[-1]
         return [*lines[: rows - 1], Text("  ").join(lines[rows - 1 :])]
 
-    def _chip(self, ranks: set[int], level: int) -> Text:
+    def _chip(self, ranks: set[int], level: int, coordinates: bool) -> Text:
         """A group's chip, marked when the broadcast in flight still waits for one of its ranks."""
-        entry = chip(ranks, self.states[min(ranks)], level)
+        where = slice_words(self.mesh, ranks) if coordinates else ""
+        entry = chip(ranks, self.states[min(ranks)], level, where)
         if ranks & self.outstanding:
             entry.append("⧗", "bold yellow")
         return entry

@@ -5,7 +5,8 @@ which ranks get a pane. It is drawn on the Line API from cached rows. A state ch
 row dirty; a burst of changes is drawn once, on the next frame, so 256 ranks stepping together
 cost one redraw of the rows they touch (one layout when ranks move between locations).
 
-Where each cell goes is `state_grid_layout`; what cells, headings and the legend look like is
+Where each cell goes is `state_grid_layout` (by location) or `state_grid_mesh` (by two dims of
+the job's device mesh, once known); what cells, headings and the legend look like is
 `state_grid_cells`; this module is the widget: its keys, clicks, and when it redraws.
 """
 
@@ -27,8 +28,11 @@ from textual.strip import Strip
 from textual.timer import Timer
 
 from ddptui.core.model.state import Phase, RankState
+from ddptui.core.model.topology import Mesh
+from ddptui.ui.mesh_slice import slice_words
 from ddptui.ui.state_grid_cells import MISSING_MARK, ROOT_MARK, CellStyles, cells, heading, legend, look
 from ddptui.ui.state_grid_layout import GridLayout, Row, location
+from ddptui.ui.state_grid_mesh import Axes, lay_out, next_axes
 
 
 class StateGrid(ScrollView, can_focus=True):
@@ -40,6 +44,7 @@ class StateGrid(ScrollView, can_focus=True):
     pick (picked cells are drawn reversed); enter asks for the pick, or the cursor's rank, to be
     shown. A click on a cell asks for that rank (ctrl/shift+click: adds it to the ranks shown or
     takes it away), a click on a heading for its location. Each posts `StateGrid.Selected`.
+    Given the job's device `mesh`, the cells are laid out by two of its dims (`m` cycles them).
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -53,6 +58,7 @@ class StateGrid(ScrollView, can_focus=True):
         Binding("g", "pick_group", "Pick location"),
         Binding("enter", "show", "Show picked"),
         Binding("escape", "clear", "Drop pick", show=False),
+        Binding("m", "next_layout", "Mesh dims", show=False),
     ]
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -99,6 +105,11 @@ class StateGrid(ScrollView, can_focus=True):
     """The ranks that have a pane (bold, underlined); set by the app."""
     cursor: reactive[int] = reactive(0, init=False)
     """The rank under the keyboard cursor (a light block while the grid has the focus)."""
+    mesh: reactive[Mesh | None] = reactive(None, init=False, layout=True)
+    """The job's device mesh once known (set by the app): cells laid out by two of its dims."""
+    axes: reactive[Axes | None] = reactive(None, init=False, layout=True)
+    """The mesh dims along the rows and the columns; None: the two largest that fit; `()`: by
+    location, as without a mesh."""
 
     @dataclass
     class Selected(Message):
@@ -128,8 +139,9 @@ class StateGrid(ScrollView, can_focus=True):
         self._cell_styles = CellStyles(self)
         self._dirty: set[int] = set()
         self._stale = True
-        """The layout must be redone: ranks changed location, or the width changed."""
-        self._laid_out_width = 0
+        """The layout must be redone: ranks changed location."""
+        self._laid_out: tuple[int, Mesh | None, Axes | None] = (0, None, None)
+        """The width, mesh and axes the layout was made for: it is redone when one changes."""
         self._timer: Timer | None = None
         self.update_states([RankState()] * count)
 
@@ -180,23 +192,19 @@ class StateGrid(ScrollView, can_focus=True):
 
     def rank_at(self, x: int, row: int) -> int | None:
         """The rank drawn at column `x` of grid row `row`, or None."""
-        return self._layout.rank_at(x // self.cell_width, row)
+        return self._layout.rank_at(x, row, self.cell_width)
 
     def cell_region(self, rank: int) -> Region | None:
         """Where a rank's cell is drawn, in grid rows (not scrolled); None before the layout."""
-        place = self._layout.place.get(rank)
-        if place is None:
-            return None
-        row, column = place
-        return Region(column * self.cell_width, row, self.cell_width, 1)
+        place = self._layout.start(rank, self.cell_width)
+        return None if place is None else Region(*place, self.cell_width, 1)
 
     def group_at(self, row: int) -> frozenset[int]:
         """The ranks of the location whose heading is grid row `row` (empty for any other row)."""
         rows = self._layout.rows
         if not 0 <= row < len(rows) or rows[row].kind != "heading":
             return frozenset()
-        group = rows[row].group
-        return frozenset(rank for rank, key in enumerate(self._keys) if key == group)
+        return frozenset(self._layout.ranks_of(rows[row].group))
 
     @property
     def cell_width(self) -> int:
@@ -241,8 +249,6 @@ class StateGrid(ScrollView, can_focus=True):
 
     def on_resize(self, event: events.Resize) -> None:
         """Lay the cells out again for the new width."""
-        if self._content_width() != self._laid_out_width:
-            self._stale = True
         self._flush()
 
     def on_mount(self) -> None:
@@ -281,6 +287,12 @@ class StateGrid(ScrollView, can_focus=True):
         """Drop the pick."""
         self.selected = frozenset()
 
+    def action_next_layout(self) -> None:
+        """Lay the cells out by the next pair of mesh dims that fits, then by location, and round."""
+        if self.mesh is not None:
+            room = self._content_width()
+            self.axes = next_axes(self.mesh, self._layout.axes, self.cell_width, room)
+
     def on_click(self, event: events.Click) -> None:
         """A cell asks for its rank (ctrl/shift: toggles it among those shown); a heading, its location."""
         offset = event.get_content_offset(self)
@@ -299,9 +311,10 @@ class StateGrid(ScrollView, can_focus=True):
 
     # -- drawing -----------------------------------------------------------------------------------
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        """The legend, every rank under one heading, and `SPARE_ROWS`: the same whatever the states."""
-        per_row = max(1, (width - self._scrollbar_width()) // self.cell_width)
-        return 2 + -(-self.count // per_row) + self.SPARE_ROWS
+        """The rows of every rank at one location, and `SPARE_ROWS`: the same whatever the states."""
+        keys = [""] * self.count
+        rows = lay_out(keys, self.mesh, self.axes, self.cell_width, width - self._scrollbar_width()).rows
+        return len(rows) + self.SPARE_ROWS
 
     def render_line(self, y: int) -> Strip:
         """Row `y` of the view, from the row cache."""
@@ -322,12 +335,17 @@ class StateGrid(ScrollView, can_focus=True):
 
     def _draw(self, row: Row) -> Strip:
         """One row: the legend, a heading, or cells (one segment per run of cells that look alike)."""
+        label = self._cell_styles.heading()
         if row.kind == "legend":
-            return legend(self._cell_styles.heading(), self._cell_styles.cell)
+            return legend(label, self._cell_styles.cell)
+        if row.kind == "note":
+            return Strip([Segment(row.label, label)])
         if row.kind == "heading":
-            text = heading(row.group, (look(self._states[r]) for r in self._layout.ranks_of(row.group)))
-            return Strip([Segment(text, self._cell_styles.heading())])
-        return cells(row.ranks, self._marks, self.cell_width - 1, self._cell_style)
+            ranks = tuple(self._layout.ranks_of(row.group))
+            where = slice_words(self.mesh, ranks) if self._layout.axes else ""
+            return Strip([Segment(heading(row.group, (look(self._states[r]) for r in ranks), where), label)])
+        drawn = cells(row.ranks, self._marks, self.cell_width - 1, self._cell_style)
+        return Strip([Segment(row.label, label), *drawn]) if row.label else drawn
 
     def _cell_style(self, rank: int) -> Style:
         """How a rank's cell looks: its phase, whether it is selected, whether the cursor is on it."""
@@ -358,13 +376,14 @@ class StateGrid(ScrollView, can_focus=True):
             self.refresh_line(row)
 
     def _relayout_if_stale(self) -> bool:
-        """Lay the cells out again when needed; True if it did."""
+        """Lay the cells out again when needed (ranks moved; the width, mesh or axes changed);
+        True if it did."""
         width = self._content_width()
-        if not self._stale or width <= 0:
+        if width <= 0 or not (self._stale or (width, self.mesh, self.axes) != self._laid_out):
             return False
         self._stale = False
-        self._laid_out_width = width
-        self._layout = GridLayout.of(self._keys, max(1, width // self.cell_width))
+        self._laid_out = (width, self.mesh, self.axes)
+        self._layout = lay_out(self._keys, self.mesh, self.axes, self.cell_width, width)
         self._dirty.clear()
         self._strips.clear()
         self.virtual_size = Size(width, len(self._layout.rows))

@@ -33,14 +33,16 @@ def look(state: RankState) -> Phase:
     return state.phase
 
 
-def heading(where: str, phases: Iterable[Phase]) -> str:
-    """`train.py:28 · 60 paused, 4 waiting`, or `exited 0 · 64 ranks`: a group's plain-text label."""
+def heading(where: str, phases: Iterable[Phase], mesh_slice: str = "") -> str:
+    """`train.py:28 · 60 paused, 4 waiting`, or `exited 0 · 64 ranks`: a group's plain-text label,
+    ending with the slice of the mesh its ranks are (`· tp 1`) when there is one."""
     counts = Counter(phases)
+    end = f" · {mesh_slice}" if mesh_slice else ""
     if len(counts) == 1 and where.startswith(next(iter(counts)).value):
         count = counts.total()
-        return inert(f"{where} · {count} rank{'s' if count > 1 else ''}")
+        return inert(f"{where} · {count} rank{'s' if count > 1 else ''}{end}")
     parts = [f"{counts[phase]} {phase.value}" for phase in (Phase.STARTING, *LEGEND_PHASES) if counts[phase]]
-    return inert(f"{where} · {', '.join(parts)}")
+    return inert(f"{where} · {', '.join(parts)}{end}")
 
 
 def cells(

@@ -2,7 +2,8 @@
 
 Plain data, apart from the widget: `StateGrid` lays its ranks out again (`GridLayout.of`) only
 when a rank moves to another location or the width changes, and asks the layout which rank is in
-which cell, which ranks a heading counts, and where the cursor goes next.
+which cell, which ranks a heading counts, and where the cursor goes next. With a device mesh the
+cells are laid out by its dims instead (`state_grid_mesh`), into the same `GridLayout`.
 """
 
 from __future__ import annotations
@@ -29,11 +30,14 @@ def location(state: RankState) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Row:
-    """One line of the grid: the legend, a group's heading, or up to a row's width of its cells."""
+    """One line of the grid: the legend, a group's heading, up to a row's width of cells, or a
+    note (a mesh's axis)."""
 
-    kind: Literal["legend", "heading", "cells"]
+    kind: Literal["legend", "heading", "cells", "note"]
     group: str = ""
     ranks: tuple[int, ...] = ()
+    label: str = ""
+    """A note's text; for cells, what comes before them (a mesh row's coordinates)."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,12 @@ class GridLayout:
     """Ranks in the order their cells are drawn (for left/right)."""
     headings: dict[str, int] = field(default_factory=dict)
     """The row of each location's heading."""
+    groups: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """The ranks at each location, lowest first."""
+    indent: int = 0
+    """Columns of every cells row before its first cell (a mesh row's label)."""
+    axes: tuple[str, ...] = ()
+    """The mesh dims along the rows and the columns; empty: laid out by location."""
 
     @classmethod
     def of(cls, keys: Sequence[str], per_row: int) -> GridLayout:
@@ -66,22 +76,23 @@ class GridLayout:
                 place.update((rank, (len(rows), column)) for column, rank in enumerate(chunk))
                 rows.append(Row("cells", key, chunk))
             order += ranks
-        return cls(rows, place, order, headings)
+        return cls(rows, place, order, headings, {key: tuple(ranks) for key, ranks in groups.items()})
 
-    def rank_at(self, column: int, row: int) -> int | None:
-        """The rank in cell `column` of row `row`, or None."""
-        if not 0 <= row < len(self.rows) or self.rows[row].kind != "cells":
+    def rank_at(self, x: int, row: int, cell_width: int) -> int | None:
+        """The rank whose cell is drawn at column `x` of row `row`, or None."""
+        if not 0 <= row < len(self.rows) or self.rows[row].kind != "cells" or x < self.indent:
             return None
-        ranks = self.rows[row].ranks
-        return ranks[column] if 0 <= column < len(ranks) else None
+        ranks, column = self.rows[row].ranks, (x - self.indent) // cell_width
+        return ranks[column] if column < len(ranks) else None
+
+    def start(self, rank: int, cell_width: int) -> tuple[int, int] | None:
+        """The column and row where a rank's cell is drawn, or None when it is not laid out."""
+        place = self.place.get(rank)
+        return None if place is None else (self.indent + place[1] * cell_width, place[0])
 
     def ranks_of(self, group: str) -> Iterable[int]:
-        """The ranks drawn under a heading."""
-        start = self.headings[group] + 1
-        for row in self.rows[start:]:
-            if row.kind != "cells" or row.group != group:
-                return
-            yield from row.ranks
+        """The ranks a heading counts."""
+        return self.groups.get(group, ())
 
     def moved(self, rank: int, across: int, down: int) -> int | None:
         """The rank `across` cells from `rank` in drawing order, or `down` rows of cells below it
