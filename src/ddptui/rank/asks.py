@@ -217,6 +217,14 @@ class Timeouts(Ask[dict[str, float]]):
     KIND: ClassVar[str] = "timeouts"
 
 
+@dataclass(frozen=True)
+class Progress(Ask[int]):
+    """How far the rank's collectives have got: grows as they are issued and complete
+    (`ddptui.rank.progress`)."""
+
+    KIND: ClassVar[str] = "progress"
+
+
 UNTIL = "until_collective"
 """The wire kind of the stop before the next collective (`ddptui.rank.until`): one per `do`."""
 
@@ -276,7 +284,7 @@ def _table(*kinds: type[Ask[Any]]) -> dict[tuple[str, str], type[Ask[Any]]]:
 
 
 KINDS = _table(
-    Eval, Stack, Store, Collectives, SaveCollectives, Skip, Interrupt, Edit, Ddp, Timeouts,
+    Eval, Stack, Store, Collectives, SaveCollectives, Skip, Interrupt, Edit, Ddp, Timeouts, Progress,
     UntilArm, UntilDisarm, UntilPending, UntilHold, UntilRelease,
 )  # fmt: skip
 """Every request kind, by its kind and action on the wire."""

@@ -19,7 +19,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from ddptui.rank import ddp, debugger, timeouts, until
+from ddptui.rank import ddp, debugger, progress, timeouts, until
 from ddptui.rank.asks import (
     Ask,
     CollectiveRecord,
@@ -29,6 +29,7 @@ from ddptui.rank.asks import (
     Editing,
     Eval,
     Interrupt,
+    Progress,
     SaveCollectives,
     Skip,
     Skipping,
@@ -255,6 +256,7 @@ HANDLERS: dict[type[Ask[Any]], Callable[[Any], Any]] = dict(
         Edit.answered_by(edit),
         Ddp.answered_by(lambda ask: ddp.ddp()),
         Timeouts.answered_by(lambda ask: timeouts.user_timeouts()),
+        Progress.answered_by(lambda ask: progress.collective_progress()),
         UntilArm.answered_by(lambda ask: until.arm()),
         UntilDisarm.answered_by(lambda ask: until.disarm()),
         UntilPending.answered_by(lambda ask: until.pending()),

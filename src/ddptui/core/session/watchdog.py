@@ -62,6 +62,8 @@ class Watchdog:
                         await self._scan()
                     for rank in self.stalls.sample(ranks, time.monotonic()):
                         rank.resumed()
+                    for rank in self.stalls.unmeasured(active):
+                        resources.spawn(self.stalls.measure(rank))
                 for rank in active:
                     if self.stalls.due(rank, now):
                         resources.spawn(self.stalls.mark_waiting(rank))
