@@ -15,7 +15,8 @@ import psutil
 import pytest
 from conftest import EXAMPLES, ROOT, SCRIPTS, Runner, summary, tagged_ranks, wait_for
 
-from ddptui.core.transport.local import _parent
+from ddptui.core.session.watchdog import ADOPT_EVERY
+from ddptui.core.transport.local import direct_children
 
 
 class Started:
@@ -166,14 +167,15 @@ def test_a_stranger_that_reuses_a_dead_ranks_pid_is_never_signalled(how: str) ->
     assert result.stdout.strip() == "unharmed", result.stdout + result.stderr
 
 
-def test_a_process_gone_between_the_scan_and_its_parent_check_does_not_stop_the_teardown() -> None:
-    """`LocalJob.processes` asks each process found for its parent; one may exit in between (a
-    test's `session.close()` once failed with NoSuchProcess there, its ranks still to end)."""
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    process = psutil.Process(child.pid)
-    assert _parent(process) in (None, psutil.Process().pid)  # alive, or already exited
-    child.wait()
-    assert _parent(process) is None
+def test_the_children_ddptui_takes_in_are_read_from_proc() -> None:
+    """`LocalJob.adopt` looks at this process's direct children only (a few small reads)."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert child.pid in direct_children()
+    finally:
+        child.kill()
+        child.wait()
+    assert child.pid not in direct_children()
 
 
 def test_ranks_end_and_are_reaped_on_a_kernel_without_pidfd_open(ddptui: Runner, tmp_path: Path) -> None:
@@ -194,3 +196,27 @@ def test_ranks_end_and_are_reaped_on_a_kernel_without_pidfd_open(ddptui: Runner,
     crashed = ddptui.batch(SCRIPTS / "dies_early.py", "", nproc=2, timeout=60)
     assert crashed.returncode != 0 and "Traceback" not in crashed.stderr, crashed.stderr
     assert not ddptui.leftovers()
+
+
+def clean_daemons() -> list[psutil.Process]:
+    """The daemons of escapee_clean.py (no environment: found by their command line)."""
+    return [
+        p for p in psutil.process_iter(["cmdline"]) if "# clean daemon" in " ".join(p.info["cmdline"] or ())
+    ]
+
+
+@pytest.mark.parametrize("how", ["eof", "term", "kill"])
+def test_daemons_that_clear_their_environment_are_ended(ddptui: Runner, how: str) -> None:
+    started = Started(ddptui, str(SCRIPTS / "escapee_clean.py"), ready_lines=4)
+    assert wait_for(lambda: len(clean_daemons()) == 2, 10.0)
+    assert all(p.ppid() == started.proc.pid for p in clean_daemons())  # adopted: ddptui is their subreaper
+    if how == "kill":  # ddptui looks for adopted orphans once a second (ADOPT_EVERY) and tells its watchdog
+        time.sleep(2 * ADOPT_EVERY)
+        started.proc.send_signal(signal.SIGKILL)
+    elif how == "term":
+        started.proc.send_signal(signal.SIGTERM)
+    else:
+        assert started.proc.stdin is not None
+        started.proc.stdin.close()
+    assert wait_for(lambda: not clean_daemons(), 5.0), [p.cmdline() for p in clean_daemons()]
+    assert_all_gone(ddptui, started.proc)

@@ -24,9 +24,15 @@ class Tmux:
     def __init__(self, runner: Runner, *args: str) -> None:
         self.socket = f"ddptui-test-{uuid.uuid4().hex[:8]}"
         self.status = runner.tmpdir / "status"
+        self.stty = (runner.tmpdir / "stty-before", runner.tmpdir / "stty-after")
+        """The terminal's settings (`stty -g`) before ddptui started and after it ended."""
         env = f"-u COLUMNS -u LINES TMPDIR={runner.tmpdir}"  # the pytest plugins export COLUMNS=80
         command = " ".join([sys.executable, "-m", "ddptui", *args])
-        shell = f"cd {ROOT} && env {env} {command}; echo $? > {self.status}; sleep 600"
+        before, after = self.stty
+        shell = (
+            f"cd {ROOT} && stty -g > {before}; env {env} {command}; "
+            f"echo $? > {self.status}; stty -g > {after}; sleep 600"
+        )
         self.tmux("new-session", "-d", "-x", "200", "-y", "50", shell)
         self.socket_path = Path(self.tmux("display-message", "-p", "#{socket_path}").strip())
 
@@ -147,3 +153,19 @@ def test_app_ended_by_a_signal_prints_every_ranks_state(
     app.send_signal(sig)
     assert term.exit_status() == 1
     assert term.shows("rank 1: paused at tests/scripts/steps.py:8 (ended by ddptui)", 5), term.screen()
+
+
+def test_a_hang_up_with_the_terminal_still_there_restores_it_and_says_why(
+    tmux: type[Tmux], ddptui: Runner
+) -> None:
+    term = tmux("--nproc-per-node", "2", str(SCRIPTS / "steps.py"))
+    assert term.shows("(Pdb r1)"), term.screen()
+    (app,) = [p for p in ddptui.leftovers() if p.cmdline()[1:3] == ["-m", "ddptui"]]
+    app.send_signal(signal.SIGHUP)
+    assert term.exit_status() == 128 + signal.SIGHUP
+    assert term.shows("rank 1: paused at tests/scripts/steps.py:8 (ended by ddptui)", 5), term.screen()
+    before, after = term.stty
+    assert wait_for(after.exists, 5) and after.read_text() == before.read_text()
+    flags = "#{alternate_on} #{cursor_flag} #{mouse_any_flag} #{mouse_button_flag} #{mouse_sgr_flag}"
+    assert term.tmux("display-message", "-p", flags).split() == ["0", "1", "0", "0", "0"]
+    assert wait_for(lambda: not ddptui.leftovers(), 10.0), ddptui.leftovers()

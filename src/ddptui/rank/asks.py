@@ -232,6 +232,14 @@ class Topology(Ask[dict[str, Any]]):
     KIND: ClassVar[str] = "topology"
 
 
+@dataclass(frozen=True)
+class Progress(Ask[int]):
+    """How far the rank's collectives have got: grows as they are issued and complete
+    (`ddptui.rank.progress`)."""
+
+    KIND: ClassVar[str] = "progress"
+
+
 UNTIL = "until_collective"
 """The wire kind of the stop before the next collective (`ddptui.rank.until`): one per `do`."""
 
@@ -292,7 +300,7 @@ def _table(*kinds: type[Ask[Any]]) -> dict[tuple[str, str], type[Ask[Any]]]:
 
 KINDS = _table(
     Eval, Stack, Store, Collectives, SaveCollectives, Skip, Interrupt, Edit, Ddp, Replicas, Timeouts,
-    Topology,
+    Topology, Progress,
     UntilArm, UntilDisarm, UntilPending, UntilHold, UntilRelease,
 )  # fmt: skip
 """Every request kind, by its kind and action on the wire."""

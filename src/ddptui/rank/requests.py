@@ -19,7 +19,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from ddptui.rank import ddp, debugger, replicas, timeouts, topology, until
+from ddptui.rank import ddp, debugger, progress, replicas, timeouts, topology, until
 from ddptui.rank.asks import (
     Ask,
     CollectiveRecord,
@@ -29,6 +29,7 @@ from ddptui.rank.asks import (
     Editing,
     Eval,
     Interrupt,
+    Progress,
     Replicas,
     SaveCollectives,
     Skip,
@@ -259,6 +260,7 @@ HANDLERS: dict[type[Ask[Any]], Callable[[Any], Any]] = dict(
         Replicas.answered_by(lambda ask: replicas.replicas()),
         Timeouts.answered_by(lambda ask: timeouts.user_timeouts()),
         Topology.answered_by(lambda ask: topology.topology()),
+        Progress.answered_by(lambda ask: progress.collective_progress()),
         UntilArm.answered_by(lambda ask: until.arm()),
         UntilDisarm.answered_by(lambda ask: until.disarm()),
         UntilPending.answered_by(lambda ask: until.pending()),

@@ -10,6 +10,7 @@ import gc
 import os
 import signal
 import sys
+import termios
 from collections.abc import Iterable
 from typing import ClassVar
 
@@ -82,6 +83,8 @@ class DdptuiApp(App[int]):
         self.watch_panel = WatchPanel()
         self.command_bar = CommandBar()
         self._quitting = False
+        self._signalled = 0
+        """The signal that ended the app where its exit status must say so (SIGHUP), else 0."""
         self._rank_states = RankStates(self.context, self.rank_bar, self.post_message, self.set_timer)
         self._typing = ColonTyping(self.command_bar, self._fresh_prompt, session.send_input)
         self._command_line = CommandLine(self.context, self.command_log, self.watch_panel, self.command_bar)
@@ -367,11 +370,14 @@ class DdptuiApp(App[int]):
             self._end_session()
 
     def hang_up(self) -> None:
-        """The terminal is gone: end every rank, then leave without touching the terminal.
-
-        Textual's own shutdown writes to the terminal to restore it, and blocks forever once the
-        terminal has gone away.
-        """
+        """SIGHUP: end every rank. Where the terminal is still there (`kill -HUP`), leave as after
+        SIGTERM: the terminal restored and the summary printed, status 128 + SIGHUP. Where it has
+        gone, leave without touching it: Textual's own shutdown writes to the terminal to restore
+        it, and blocks forever once the terminal has gone away."""
+        if terminal_alive():
+            self._signalled = signal.SIGHUP
+            self.shutdown()
+            return
         self._quitting = True
         self._hang_up()
 
@@ -386,12 +392,23 @@ class DdptuiApp(App[int]):
         """Close the session (ends every rank process tree) and exit with the job's status."""
         self.notify("ending every rank…", timeout=3)
         await self.session.close()
-        self.exit(exit_status([rank.state for rank in self.session.ranks]))
+        status = exit_status([rank.state for rank in self.session.ranks])
+        self.exit(128 + self._signalled if self._signalled else status)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:  # type: ignore[type-arg]
         """Textual's commands, then every key of the app (Textual's `Quit` is ours, with its key)."""
         yield from (command for command in super().get_system_commands(screen) if command.title != "Quit")
         yield from actions.palette_commands(self.run_action)
+
+
+def terminal_alive() -> bool:
+    """Whether the app's terminal is still there (a hung-up terminal refuses even to be asked)."""
+    out = sys.__stdout__
+    try:
+        termios.tcgetattr(out.fileno() if out is not None else -1)
+    except (termios.error, OSError, ValueError):
+        return False
+    return True
 
 
 def run_app(session: Session) -> int:

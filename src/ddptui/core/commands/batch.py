@@ -15,7 +15,7 @@ from ddptui.core.commands.context import Context
 from ddptui.core.diagnosis.deaths import death_of, death_words, joined
 from ddptui.core.diagnosis.hints import rank_hint
 from ddptui.core.model.answers import answer_lines, tagged
-from ddptui.core.model.state import NO_STATUS, RankState
+from ddptui.core.model.state import NO_STATUS, Phase, RankState
 from ddptui.core.model.targets import TargetError
 from ddptui.core.model.text import inert, terminal_lines
 from ddptui.core.session.lockstep import Broadcast
@@ -192,7 +192,7 @@ async def run(
     try:
         async with asyncio.timeout(timeout):
             await replay(ctx, lines, transcript)
-            await session.wait_settled(range(len(session.ranks)))
+            await run_out(session)
             await ctx.findings.settle()
             await session.wait_launcher()
     except TimeoutError:
@@ -210,6 +210,30 @@ async def run(
     here = [rank.state for rank in session.ranks if not absent(rank)]  # not another node's ranks
     status = exit_status(here + launcher)
     return 1 if status == 0 and ctx.findings.mismatched else status
+
+
+CONFIRM_STUCK = 2.0
+"""Seconds at least that a job with a waiting rank must stay settled at the end of input to be stuck
+(a rank's own look at a store it joins takes a few requests, longer on a loaded machine)."""
+
+
+async def run_out(session: Session) -> None:
+    """At the end of input: let the job run until every rank is paused, gone, or waiting for good.
+
+    A rank called waiting may be between two waits that end by themselves (a store's connect
+    backoff, a peer that is about to come): every rank must stay settled for a stall timeout (and
+    CONFIRM_STUCK at least) with one of them waiting before the job counts as stuck.
+    """
+    everyone = range(len(session.ranks))
+    while True:
+        await session.wait_settled(everyone)
+        waiting = [r for r in session.live(everyone) if r.state.phase is Phase.WAITING]
+        if not waiting:
+            return
+        ranks = session.live(everyone)
+        confirm = max(session.spec.stall_timeout, CONFIRM_STUCK)
+        if not await session.wait_until(lambda: not session.all_settled(ranks), confirm):  # noqa: B023
+            return  # awaited here: the loop variable cannot change under it
 
 
 async def replay(ctx: Context, lines: AsyncIterator[str], transcript: Transcript) -> None:

@@ -2,9 +2,12 @@
 
 A rank running longer than the stall timeout is only called waiting when it is idle (blocked in a
 collective uses no CPU and sleeps; a rank starved of CPU or reading from disk is runnable or in
-disk wait, so not idle) and no running rank of the job used CPU meanwhile: a rank importing torch
-or computing is slow, not stuck, and so are the ranks waiting for it: a rank making progress is
-never called waiting, however long it takes (batch mode's `--timeout` bounds a whole run). The
+disk wait, so not idle), no running rank of the job used CPU meanwhile, and its collectives have
+not moved for the stall timeout: a rank importing torch or computing is slow, not stuck, and so
+are the ranks waiting for it; a rank that mostly sleeps while its collectives complete (a paced
+loop, a data loader's waits) is working. A rank making progress is never called waiting, however
+long it takes (batch mode's `--timeout` bounds a whole run). How far a rank's collectives have
+got is asked of it (`Progress`) when it turns idle and again before it is called waiting. The
 location comes from the rank's own `stack` answer, or from a faulthandler dump when its
 interpreter cannot answer, refreshed every stall timeout while waiting.
 
@@ -26,7 +29,7 @@ from ddptui.core.model.state import Frame, Phase
 from ddptui.core.session.rank import Rank
 from ddptui.core.transport.interface import RequestError
 from ddptui.core.transport.launch import listening
-from ddptui.rank.asks import Stack, Store
+from ddptui.rank.asks import Progress, Stack, Store
 
 IDLE_WINDOW = 0.5
 """Seconds of CPU accounting behind an idle/busy verdict."""
@@ -51,6 +54,16 @@ async def main_stack(rank: Rank) -> list[Frame]:
     return main_thread(parse_threads(await transport.stack_dump()))
 
 
+async def collective_progress(rank: Rank) -> int | None:
+    """How far the rank's collectives have got, or None when it cannot say (not linked, no answer)."""
+    if not rank.transport.linked:
+        return None
+    try:
+        return await rank.transport.request(Progress(), 0.5)
+    except RequestError:
+        return None
+
+
 async def joining_open_store(rank: Rank) -> bool:
     """True when the rank, standing in the store's creation, is a client of a store that listens
     on this machine (its own `store` answer says which store); False when that cannot be told."""
@@ -73,6 +86,8 @@ class StallWatch:
         self._dumped: dict[int, float] = {}
         self._dumping: set[int] = set()
         self._sampled = self.progress
+        self._collectives: dict[int, int | None] = {}
+        """How far each idle rank's collectives had got when it turned idle, or when they last moved."""
 
     def sample(self, ranks: list[Rank], now: float) -> list[Rank]:
         """Read the ranks' latest CPU samples; return the ranks that were busy."""
@@ -90,6 +105,7 @@ class StallWatch:
                 self._idle[rank.index] = not active and (used - before) / interval <= IDLE_CPU
                 if not self._idle[rank.index]:
                     busy.append(rank)
+                    self._collectives.pop(rank.index, None)
         if busy:
             self.progress = now
         return busy
@@ -100,6 +116,31 @@ class StallWatch:
         if not rank.state.alive or rank.state.phase is Phase.PAUSED:
             return False
         return rank.state.phase is not Phase.RUNNING or now - rank.phase_since >= IDLE_WINDOW
+
+    def unmeasured(self, ranks: list[Rank]) -> list[Rank]:
+        """Idle running ranks whose collectives' progress is not known yet: to be asked (`measure`)."""
+        idle = self._idle
+        return [
+            rank
+            for rank in ranks
+            if idle.get(rank.index) and rank.index not in self._collectives and rank.state.phase in RUNNING
+        ]
+
+    async def measure(self, rank: Rank) -> None:
+        """Ask how far an idle rank's collectives have got (the base `mark_waiting` compares with)."""
+        self._collectives[rank.index] = None  # asked: not asked again while the answer comes
+        self._collectives[rank.index] = await collective_progress(rank)
+
+    async def moved(self, rank: Rank) -> bool:
+        """True when the rank's collectives moved since they were last measured (measured again now);
+        the job then counts as making progress."""
+        before = self._collectives.get(rank.index)
+        now = await collective_progress(rank)
+        self._collectives[rank.index] = now
+        if before is None or now is None or now == before:
+            return False
+        self.progress = time.monotonic()
+        return True
 
     def stalled(self, rank: Rank, now: float) -> bool:
         """True for a running rank that should now be called waiting."""
@@ -120,6 +161,11 @@ class StallWatch:
         """Sample the rank's stack and mark it waiting where its user code stands."""
         self._dumping.add(rank.index)
         try:
+            if await self.moved(rank):  # sleeping between collectives that complete: working
+                self._dumped[rank.index] = time.monotonic()  # looked at again a stall timeout later
+                if rank.state.phase is Phase.WAITING:
+                    rank.resumed()
+                return
             frames = await main_stack(rank)
             self._dumped[rank.index] = time.monotonic()
             if joining_store(frames) and await joining_open_store(rank):

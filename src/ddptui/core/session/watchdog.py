@@ -17,6 +17,9 @@ from ddptui.core.session.resources import Resources
 from ddptui.core.session.stalls import IDLE_WINDOW, StallWatch
 from ddptui.core.transport.linked import LinkedRank
 
+ADOPT_EVERY = 1.0
+"""Seconds between looks for orphans of the ranks' trees that ddptui took in (see `LocalJob.adopt`)."""
+
 
 class Watchdog:
     """The session's stall checks, every `tick` seconds while the session is open."""
@@ -44,11 +47,14 @@ class Watchdog:
     async def run(self) -> None:
         """Mark stalled ranks waiting (see `StallWatch`); a waiting rank using CPU runs again."""
         resources, ranks = self._resources, self._ranks
-        sampled = 0.0
+        sampled = adopted = 0.0
         self.ticking = True
         try:
             while not resources.closing:
                 now = time.monotonic()
+                if now - adopted >= ADOPT_EVERY and resources.job is not None:
+                    adopted = now
+                    await asyncio.to_thread(resources.job.adopt)
                 active = [ranks[i] for i in self.active]  # none while every rank is paused
                 if now - sampled >= IDLE_WINDOW and active:
                     sampled = now
@@ -56,6 +62,8 @@ class Watchdog:
                         await self._scan()
                     for rank in self.stalls.sample(ranks, time.monotonic()):
                         rank.resumed()
+                    for rank in self.stalls.unmeasured(active):
+                        resources.spawn(self.stalls.measure(rank))
                 for rank in active:
                     if self.stalls.due(rank, now):
                         resources.spawn(self.stalls.mark_waiting(rank))

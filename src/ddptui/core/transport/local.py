@@ -18,6 +18,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import psutil
@@ -316,12 +317,18 @@ class LocalRank(RankTransport):
         return last
 
 
-def _parent(process: psutil.Process) -> int | None:
-    """A process's parent pid; None once it is gone (it can exit between the scan and this)."""
+def direct_children() -> set[int]:
+    """Pids of this process's children, from `/proc/self/task/*/children` (a few small reads,
+    not a scan of every process); psutil's scan where the kernel lacks that file."""
+    found: set[int] = set()
     try:
-        return int(process.ppid())
-    except psutil.Error:
-        return None
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children") as children:
+                found.update(int(pid) for pid in children.read().split())
+    except (OSError, ValueError):
+        with contextlib.suppress(psutil.Error):
+            return {child.pid for child in psutil.Process().children()}
+    return found
 
 
 class LocalJob:
@@ -336,7 +343,9 @@ class LocalJob:
         self.ranks: list[LocalRank] = []
         self._polled: list[LocalRank] = []
         """Ranks without a pidfd whose exit is still to be seen (see `REAP_POLL`)."""
-        self._adopted: set[int] = set()
+        self._adopted: dict[int, psutil.Process] = {}
+        """Orphans of the ranks' trees that ddptui, their subreaper, took in (see `adopt`)."""
+        self._spawning = threading.Lock()
         self._watchdog: subprocess.Popen[bytes] | None = None
         self._pinned = False
         """This job pinned the loop's thread to a CPU (`home_cpu`)."""
@@ -359,17 +368,37 @@ class LocalJob:
         self, argv: list[str], env: dict[str, str], cwd: str | None, size: tuple[int, int]
     ) -> LocalRank:
         """Start a rank and tell the watchdog who it is (pid and start time)."""
-        rank = LocalRank(argv, env, cwd, size, self.pump)
-        self.ranks.append(rank)
-        if self._watchdog is not None and self._watchdog.stdin is not None:
-            with contextlib.suppress(OSError):
-                self._watchdog.stdin.write(f"{rank.pid} {rank.process.create_time()!r}\n".encode())
-                self._watchdog.stdin.flush()
+        with self._spawning:  # a child forked, not yet a rank, is no orphan to adopt
+            rank = LocalRank(argv, env, cwd, size, self.pump)
+            self.ranks.append(rank)
+        self._tell_watchdog(rank.process)
         if rank.polled:
             self._polled.append(rank)
             if len(self._polled) == 1:  # the first: the timer starts
                 asyncio.get_running_loop().call_later(REAP_POLL, self._look_for_exits)
         return rank
+
+    def _tell_watchdog(self, process: psutil.Process) -> None:
+        """Have the watchdog end `process` (and what descends from it) should ddptui die."""
+        if self._watchdog is not None and self._watchdog.stdin is not None:
+            with contextlib.suppress(OSError, psutil.Error):
+                self._watchdog.stdin.write(f"{process.pid} {process.create_time()!r}\n".encode())
+                self._watchdog.stdin.flush()
+
+    def adopt(self) -> None:
+        """Take in the orphans re-parented to ddptui (the subreaper) since the last look: they
+        descend from a rank, whatever their environment says, so they end with the session and,
+        told to the watchdog, even if ddptui is killed (blocking: reads /proc)."""
+        with self._spawning:
+            own = self._rank_pids() | set(self._adopted) | {os.getpid()}
+            helpers = (self._watchdog, self.pump.process if self.pump is not None else None)
+            own |= {helper.pid for helper in helpers if helper is not None}
+            orphans = direct_children() - own
+        for pid in orphans:
+            with contextlib.suppress(psutil.Error):
+                process = psutil.Process(pid)
+                self._adopted[pid] = process
+                self._tell_watchdog(process)
 
     def _look_for_exits(self) -> None:
         """Without pidfds: one pass of waitpid over the ranks not yet gone, every REAP_POLL seconds."""
@@ -379,10 +408,9 @@ class LocalJob:
 
     def processes(self) -> list[psutil.Process]:
         """Every live process of the session (remembering adopted children, to reap them later)."""
-        found = session_processes((r.process for r in self.ranks), self.state_dir, everyone=False)
-        me = os.getpid()
-        self._adopted.update(p.pid for p in found if _parent(p) == me and p.pid not in self._rank_pids())
-        return found
+        self.adopt()
+        roots = [*(r.process for r in self.ranks), *self._adopted.values()]
+        return session_processes(roots, self.state_dir, everyone=False)
 
     def _rank_pids(self) -> set[int]:
         """Pids of the ranks (reaped through their pidfds, not here)."""
@@ -409,7 +437,7 @@ class LocalJob:
             with contextlib.suppress(ChildProcessError):
                 if os.waitpid(pid, os.WNOHANG)[0] == 0:
                     continue
-            self._adopted.discard(pid)
+            del self._adopted[pid]
 
     def release(self) -> None:
         """Stop the watchdog (it sweeps once more and removes the session directory)."""
