@@ -28,6 +28,8 @@ R = TypeVar("R")
 
 ASK_TIMEOUT = 10.0
 """Seconds a rank has to say what it is about to enter (it reads its Flight Recorder)."""
+UNNAMED_GROUPS = frozenset({"", "undefined", "default_pg"})
+"""Group descriptions torch gives a group no one named."""
 RELEASE_HINT = "!n runs it anyway"
 """How a held rank's user gets past the hold, as the rank prints it."""
 
@@ -154,7 +156,8 @@ def verdict(stops: Sequence[Stop], states: Mapping[int, str]) -> list[Finding]:
     for stop in stops:
         if stop.record is not None and not stop.record.p2p:
             groups.setdefault(stop.record.pg, []).append(stop)
-    findings = [_group_finding(pg, group, states) for pg, group in groups.items()]
+    named = len(groups) > 1  # several groups (a 2-D mesh): say which ranks each line is about
+    findings = [_group_finding(pg, group, states, named) for pg, group in groups.items()]
     findings += _p2p_findings([s for s in stops if s.record is not None and s.record.p2p], states)
     if not findings:
         rest = _grouped({stop.rank: stop.state for stop in stops})
@@ -162,8 +165,9 @@ def verdict(stops: Sequence[Stop], states: Mapping[int, str]) -> list[Finding]:
     return findings
 
 
-def _group_finding(pg: str, group: list[Stop], states: Mapping[int, str]) -> Finding:
-    """Whether the ranks stopped in one process group may enter their collective together."""
+def _group_finding(pg: str, group: list[Stop], states: Mapping[int, str], named: bool = False) -> Finding:
+    """Whether the ranks stopped in one process group may enter their collective together
+    (`named`: say which ranks, not `all 2 ranks`)."""
     stopped = frozenset(stop.rank for stop in group if not stop.inside)
     seqs = {stop.record.seq for stop in group if stop.record is not None}
     if len(seqs) > 1:
@@ -182,7 +186,8 @@ def _group_finding(pg: str, group: list[Stop], states: Mapping[int, str]) -> Fin
     members = first.members or there
     missing = sorted(members - there)
     if not missing:
-        return Finding(f"all {len(there)} ranks about to enter {what}{already}")
+        who = name_ranks(there) if named else f"all {len(there)} ranks"
+        return Finding(f"{who} about to enter {what}{already}")
     absent = _grouped({rank: states.get(rank, "not known") for rank in missing})
     text = f"{name_ranks(there)} about to enter {what}{already}; not there: {absent}"
     return Finding(text, problem=True)
@@ -195,14 +200,13 @@ def _mismatch(group: list[Stop]) -> str:
     for found in diagnose(logs, statuses):
         if found.kind == "mismatch":
             return found.text
-    roots: dict[int | None, list[int]] = {}
+    roots: dict[int, list[int]] = {}
     for stop in group:
-        roots.setdefault(stop.peer, []).append(stop.rank)
+        if stop.peer is not None:  # a rank already waiting in it (its log's record) names no root
+            roots.setdefault(stop.peer, []).append(stop.rank)
     if len(roots) > 1 and group[0].record is not None:
         record = group[0].record
-        parts = ", ".join(
-            f"{name_ranks(ranks)} root {root}" for root, ranks in sorted(roots.items(), key=str)
-        )
+        parts = ", ".join(f"{name_ranks(ranks)} root {root}" for root, ranks in sorted(roots.items()))
         return f"collective {_where(record)} {record.op} differs: {parts}"
     return ""
 
@@ -256,12 +260,15 @@ def _entry(stop: Stop) -> str:
 
 def _where(record: Record) -> str:
     """`#3`, or `#3 on group 1` outside the default group."""
-    return f"#{record.seq}{_on(record.pg)}"
+    return f"#{record.seq}{_on(record.pg, record.pg_desc)}"
 
 
-def _on(pg: str) -> str:
-    """` on group 1`, or nothing for the default group."""
-    return "" if pg == WORLD else f" on group {pg}"
+def _on(pg: str, desc: str = "") -> str:
+    """` on group 1`, ` on group 3 (mesh_tp)` with a description of its own, or nothing for the
+    default group."""
+    if pg == WORLD:
+        return ""
+    return f" on group {pg}" + (f" ({desc})" if desc and desc not in UNNAMED_GROUPS else "")
 
 
 def _grouped(states: Mapping[int, str]) -> str:
