@@ -129,14 +129,25 @@ async def test_a_rank_inside_a_collective_the_stop_cannot_see_is_waiting_in_it()
         result = await until_collective(session)
         assert (
             result.lines[0]
-            == "all 2 ranks about to enter #1 all_reduce [3] float32 (rank 1 already waiting in it)"
-        )
+            == "all 2 ranks about to enter #1 broadcast [3] float32 (rank 1 already waiting in it)"
+        ), result.lines
         assert session.ranks[1].state.phase is Phase.WAITING
         assert "(waiting in it)" in result.lines[3] and str(at("hidden")) in result.lines[3]
+        assert session.ranks[0].state.location == at("broadcast")
         await session.broadcast("n", [0])  # rank 0 enters it too: both go on
         assert session.ranks[0].state.location == at("after")
         assert await session.wait_until(lambda: session.ranks[1].state.at_prompt, TIMEOUT)
         assert session.ranks[1].state.location == at("barrier")  # still armed: it stopped at its next one
+
+
+async def test_a_reference_taken_at_import_is_stopped_before_too() -> None:
+    async with job("early") as session:
+        result = await until_collective(session)
+        assert not result.error, result.lines
+        assert result.lines[0] == "all 2 ranks about to enter #1 all_reduce [3] float32"
+        assert locations(session) == [at("all_reduce"), at("early")]
+        await session.broadcast("n")
+        assert locations(session) == [at("after")] * 2
 
 
 # -- DDP: the gradients are all-reduced from C++ inside backward() -----------------------------------

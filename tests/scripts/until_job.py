@@ -3,7 +3,10 @@
 consistent: both ranks all_reduce a [3] tensor, then barrier, then finish.
 mismatch:   rank r all_reduces a [3 + r] tensor.
 exit:       rank 1 finishes without any collective; rank 0 all_reduces.
-hidden:     rank 1 enters the all_reduce through a reference taken before ddptui could wrap it.
+hidden:     rank 0 broadcasts; rank 1 enters that broadcast from C++ (`_broadcast_coalesced`, as
+            DDP does), where no stop can see it.
+early:      rank 1 all_reduces through a reference taken at import (`from torch.distributed import
+            all_reduce`), rank 0 through `dist.all_reduce`.
 `# @name` marks lines the tests look up.
 """
 
@@ -22,7 +25,11 @@ tensor = tensor * 2
 if scenario == "exit" and rank == 1:
     sys.exit(0)  # @exit
 if scenario == "hidden" and rank == 1:
-    early_all_reduce(tensor)  # @hidden
+    dist._broadcast_coalesced(dist.group.WORLD, [tensor], 1 << 20, 0)  # @hidden
+elif scenario == "hidden":
+    dist.broadcast(tensor, 0)  # @broadcast
+elif scenario == "early" and rank == 1:
+    early_all_reduce(tensor)  # @early
 else:
     dist.all_reduce(tensor)  # @all_reduce
 total = float(tensor.sum())  # @after
