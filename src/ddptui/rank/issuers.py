@@ -121,9 +121,11 @@ def pipeline(frames: list[types.FrameType]) -> str:
 
 
 def _stage_index(frame: types.FrameType) -> int | None:
-    """The index of the pipeline stage a frame works for (`self` a stage, or a local `stage`)."""
-    for name in ("stage", "self"):
-        index = getattr(frame.f_locals.get(name), "stage_index", None)
+    """The index of the pipeline stage a frame works for (`self` a stage or a single-stage
+    schedule, or a local `stage`)."""
+    local = frame.f_locals
+    for holder in (local.get("stage"), local.get("self"), getattr(local.get("self"), "_stage", None)):
+        index = getattr(holder, "stage_index", None)
         if isinstance(index, int):
             return index
     return None
