@@ -4,6 +4,11 @@ table names who issued it, and stepping on reaches the next ones."""
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
+
 from conftest import SCRIPTS
 from test_until_collective import TIMEOUT, at, job, locations
 
@@ -23,6 +28,13 @@ def rows(result: Result) -> list[str]:
     """The table's rows, without its header (the lines after the one starting `rank  seq`)."""
     start = next(i for i, line in enumerate(result.lines) if line.split()[:2] == ["rank", "seq"])
     return list(result.lines[start + 1 :])
+
+
+def free_port() -> int:
+    """A TCP port free right now on localhost."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 async def finish(session: Session, nproc: int = 2) -> None:
@@ -128,3 +140,12 @@ async def test_a_pipeline_stops_before_each_send_and_receive() -> None:
         assert "irecv in pipeline stage 1 forward recv from 0" in rows(step)[1]
         await finish(session)
         assert b"rank 1 losses [" in session.ranks[1].output.since(0)
+
+
+def test_arming_keeps_torch_functions_and_disarming_puts_every_object_back() -> None:
+    script = SCRIPTS / "until_points_identity.py"
+    env = dict(os.environ, PORT=str(free_port()))
+    done = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=TIMEOUT
+    )
+    assert done.returncode == 0 and done.stdout.startswith("ok 3.0"), done.stderr[-2000:]
