@@ -7,6 +7,8 @@ hidden:     rank 0 broadcasts; rank 1 enters that broadcast from C++ (`_broadcas
             DDP does), where no stop can see it.
 early:      rank 1 all_reduces through a reference taken at import (`from torch.distributed import
             all_reduce`), rank 0 through `dist.all_reduce`.
+ring:       the ranks swap tensors with `batch_isend_irecv` (a send, then a receive, each), its
+            `P2POp`s made before ddptui armed anything.
 `# @name` marks lines the tests look up.
 """
 
@@ -20,6 +22,8 @@ scenario = sys.argv[1]
 dist.init_process_group("gloo")
 rank = dist.get_rank()
 tensor = torch.ones(3 + rank if scenario == "mismatch" else 3)
+received = torch.zeros(3)
+ring = [dist.P2POp(dist.isend, tensor, 1 - rank), dist.P2POp(dist.irecv, received, 1 - rank)]
 breakpoint()  # @start
 tensor = tensor * 2
 if scenario == "exit" and rank == 1:
@@ -30,6 +34,8 @@ elif scenario == "hidden":
     dist.broadcast(tensor, 0)  # @broadcast
 elif scenario == "early" and rank == 1:
     early_all_reduce(tensor)  # @early
+elif scenario == "ring":
+    [work.wait() for work in dist.batch_isend_irecv(ring)]  # @ring
 else:
     dist.all_reduce(tensor)  # @all_reduce
 total = float(tensor.sum())  # @after

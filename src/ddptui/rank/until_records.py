@@ -52,6 +52,8 @@ PG_OPS: dict[str, tuple[str, int | None]] = {
 and the argument (after the group) holding its input tensors."""
 P2P_METHODS = ("send", "recv", "recv_anysource")
 P2P_FUNCTIONAL = ("isend", "irecv", "batch_p2p_ops")
+BATCHES = {"batch_isend_irecv": "p2p_op_list", "_batch_p2p": "p2p_ops"}
+"""Functions that issue a batch of `P2POp`s, and the argument holding it."""
 PEER_FUNCTIONAL = {"broadcast": 1, "isend": 1, "irecv": 1}
 """Functional ops with a root or peer (a rank of the op's group), by its argument."""
 
@@ -76,7 +78,8 @@ def process_group(call: Call, frame: types.FrameType) -> dict[str, Any]:
     peer = args[1] if p2p and call.name != "recv_anysource" and len(args) > 1 else _root(args)
     peer = global_rank(group, peer)
     by = issuer(call.caller, frame, op) or called
-    return dict(_record(op, group, tensors, frame, by), p2p=p2p, peer=peer)
+    record = dict(_record(op, group, tensors, frame, by), p2p=p2p, peer=peer)
+    return dict(record, batch=p2p_batch(call.caller, frame, _flat(tensors))) if p2p else record
 
 
 def functional(call: Call, frame: types.FrameType) -> dict[str, Any]:
@@ -84,13 +87,46 @@ def functional(call: Call, frame: types.FrameType) -> dict[str, Any]:
     args, op = call.args, call.name
     group = resolve_group(call.kwargs.get("group_name", args[-1] if args else None))
     tensors, peer = (args[0] if args else None), None
+    batch = None
     if op == "batch_p2p_ops" and len(args) >= 4 and args[0]:
+        batch = [
+            _leg(str(o), global_rank(group, p), t) for o, p, t in zip(args[0], args[1], args[3], strict=False)
+        ]
         op, peer, tensors = str(args[0][0]), args[1][0], args[3][0]
     elif op in PEER_FUNCTIONAL and len(args) > PEER_FUNCTIONAL[op]:
         peer = args[PEER_FUNCTIONAL[op]]
     p2p = call.name in P2P_FUNCTIONAL
     peer = global_rank(group, peer)
-    return dict(_record(op, group, tensors, frame, issuer(call.caller, frame, op)), p2p=p2p, peer=peer)
+    record = dict(_record(op, group, tensors, frame, issuer(call.caller, frame, op)), p2p=p2p, peer=peer)
+    return dict(record, batch=batch) if batch else record
+
+
+def p2p_batch(
+    caller: types.FrameType, user: types.FrameType, tensors: list[Any]
+) -> list[dict[str, Any]] | None:
+    """The sends and receives of the batch a point-to-point call on `tensors` is part of
+    (`batch_isend_irecv`, a pipeline's `_batch_p2p`), from this one on: its peers may meet them in
+    any order. None for a call on its own."""
+    probe: types.FrameType | None = caller
+    while probe is not None and probe is not user:
+        name = BATCHES.get(probe.f_code.co_name)
+        ops = probe.f_locals.get(name) if name else None
+        if isinstance(ops, list) and len(ops) > 1:
+            first = next((i for i, p in enumerate(ops) if any(p.tensor is t for t in tensors)), 0)
+            return [_leg(getattr(p.op, "__name__", "?"), p.peer, p.tensor) for p in ops[first:]]
+        probe = probe.f_back
+    return None
+
+
+def _leg(op: str, peer: int | None, tensor: Any) -> dict[str, Any]:
+    """One send or receive of a batch (`peer`: a rank of the job)."""
+    inputs = _flat(tensor)
+    return {
+        "op": op,
+        "peer": peer,
+        "shapes": [list(t.shape) for t in inputs],
+        "dtypes": [collectives._dtype_name(t.dtype) for t in inputs],
+    }
 
 
 def ddp_backward(modules: list[Any], frame: types.FrameType) -> dict[str, Any]:
