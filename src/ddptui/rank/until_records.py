@@ -16,9 +16,15 @@ from ddptui.rank.until_points import Call
 
 DDP_VIA = "DDP backward"
 """What the user called, for a stop before DDP's gradient all-reduces."""
-C10D_OPS = frozenset((*collectives.OPS, "all_gather_single", "reduce_scatter_single", "all_gather_coalesced"))
-C10D_OPS |= {"monitored_barrier", "all_gather_into_tensor_coalesced", "reduce_scatter_tensor_coalesced"}
-"""The `torch.distributed` collective functions a stop is named after (others are what called them)."""
+C10D_OPS = frozenset((
+    "all_reduce", "all_reduce_coalesced", "broadcast", "reduce", "all_gather", "all_gather_coalesced",
+    "all_gather_into_tensor", "all_gather_single", "gather", "scatter", "reduce_scatter",
+    "reduce_scatter_tensor", "reduce_scatter_single", "all_to_all", "all_to_all_single", "barrier",
+    "monitored_barrier", "send", "recv", "isend", "irecv",
+))  # fmt: skip
+"""The `torch.distributed` collective functions a stop is named after, the outermost when one
+calls another (`all_gather_into_tensor` runs `all_gather_single`); others are what called them
+(`all_gather_object`, `batch_isend_irecv`)."""
 C10D_FRAMES = (C10D, "torch.distributed.c10d_logger", "typing_extensions", "warnings")
 """Modules of the frames between a `torch.distributed` function and its process group call."""
 PG_OPS: dict[str, tuple[str, int | None]] = {
