@@ -130,5 +130,7 @@ def test_until_collective_in_batch_mode(ddptui: Runner) -> None:
     )
     assert "ddptui: mismatch: collective #1 all_reduce differs: rank 0 [3] float32" in bad.stdout
     state = bad.stdout.split("(ddptui) :state\n")[1]
-    assert "rank 0: paused at tests/scripts/until_job.py:27" in state  # held at its prompt, not hung
-    assert "rank 1: paused at tests/scripts/until_job.py:27" in state
+    lines = Path(script).read_text().splitlines()
+    line = next(n for n, text in enumerate(lines, 1) if text.endswith("# @all_reduce"))
+    assert f"rank 0: paused at tests/scripts/until_job.py:{line}" in state  # held at its prompt, not hung
+    assert f"rank 1: paused at tests/scripts/until_job.py:{line}" in state

@@ -23,7 +23,11 @@ dist.init_process_group("gloo")
 rank = dist.get_rank()
 tensor = torch.ones(3 + rank if scenario == "mismatch" else 3)
 received = torch.zeros(3)
-ring = [dist.P2POp(dist.isend, tensor, 1 - rank), dist.P2POp(dist.irecv, received, 1 - rank)]
+ring = (
+    [dist.P2POp(dist.isend, tensor, 1 - rank), dist.P2POp(dist.irecv, received, 1 - rank)]
+    if scenario == "ring"
+    else []
+)
 breakpoint()  # @start
 tensor = tensor * 2
 if scenario == "exit" and rank == 1:
