@@ -129,14 +129,41 @@ async def test_a_rank_inside_a_collective_the_stop_cannot_see_is_waiting_in_it()
         result = await until_collective(session)
         assert (
             result.lines[0]
-            == "all 2 ranks about to enter #1 all_reduce [3] float32 (rank 1 already waiting in it)"
-        )
+            == "all 2 ranks about to enter #1 broadcast [3] float32 (rank 1 already waiting in it)"
+        ), result.lines
         assert session.ranks[1].state.phase is Phase.WAITING
         assert "(waiting in it)" in result.lines[3] and str(at("hidden")) in result.lines[3]
+        assert session.ranks[0].state.location == at("broadcast")
         await session.broadcast("n", [0])  # rank 0 enters it too: both go on
         assert session.ranks[0].state.location == at("after")
         assert await session.wait_until(lambda: session.ranks[1].state.at_prompt, TIMEOUT)
         assert session.ranks[1].state.location == at("barrier")  # still armed: it stopped at its next one
+
+
+async def test_a_reference_taken_at_import_is_stopped_before_too() -> None:
+    async with job("early") as session:
+        result = await until_collective(session)
+        assert not result.error, result.lines
+        assert result.lines[0] == "all 2 ranks about to enter #1 all_reduce [3] float32"
+        assert locations(session) == [at("all_reduce"), at("early")]
+        await session.broadcast("n")
+        assert locations(session) == [at("after")] * 2
+
+
+async def test_a_batch_of_sends_and_receives_meets_its_peers_batch() -> None:
+    async with job("ring") as session:
+        result = await until_collective(session)
+        assert not result.error, result.lines
+        assert list(result.lines[:2]) == [
+            "rank 0 about to isend [3] float32 to rank 1, which is about to receive it",
+            "rank 1 about to isend [3] float32 to rank 0, which is about to receive it",
+        ]
+        assert "isend in batch_isend_irecv to 1 (1 of 2)" in result.lines[3], result.lines
+        assert locations(session) == [at("ring")] * 2
+        await session.broadcast("n")  # P2POps made unarmed still pass batch_isend_irecv's checks
+        assert locations(session) == [at("after")] * 2
+        received = await session.ask(Eval("float(received.sum())"), range(2))
+        assert [r["repr"] for r in answered(received).values()] == ["3.0", "3.0"]
 
 
 # -- DDP: the gradients are all-reduced from C++ inside backward() -----------------------------------
@@ -209,7 +236,7 @@ async def test_a_backward_under_no_sync_is_no_stop() -> None:
 def stop(rank: int, op: str, seq: int, shape: int = 3, **extra: object) -> Stop:
     """A rank stopped before `op` on a [shape] float32 tensor at train.py:8."""
     value = {"seq": seq, "op": op, "shapes": [[shape]], "dtypes": ["float32"], "site": ["train.py", 8, "f"]}
-    value.update(p2p=op in ("send", "recv"), **extra)
+    value.update(p2p=op in ("send", "recv", "isend", "irecv"), **extra)
     return stop_from(rank, "paused at train.py:8", value, inside=False)
 
 
@@ -238,6 +265,25 @@ def test_sends_pair_with_receives() -> None:
     assert bad[0].mismatch and bad[0].text.endswith("but rank 1 receives [4] float32")
     alone = verdict([stop(0, "send", 0, peer=1), Stop(1, "exited 0")], {1: "exited 0"})
     assert alone[0].problem and alone[0].text.endswith("not there: rank 1 exited 0")
+
+
+def test_the_legs_of_a_batch_meet_their_peers_in_any_order() -> None:
+    def ring(rank: int, *legs: tuple[str, int, int]) -> Stop:
+        """A rank stopped before a batch of (op, peer, size) legs."""
+        batch = [
+            {"op": op, "peer": peer, "shapes": [[size]], "dtypes": ["float32"]} for op, peer, size in legs
+        ]
+        return stop(rank, legs[0][0], 0, legs[0][2], peer=legs[0][1], batch=batch)
+
+    good = verdict([ring(0, ("isend", 1, 3), ("irecv", 1, 3)), ring(1, ("isend", 0, 3), ("irecv", 0, 3))], {})
+    assert [f.text for f in good] == [
+        "rank 0 about to isend [3] float32 to rank 1, which is about to receive it",
+        "rank 1 about to isend [3] float32 to rank 0, which is about to receive it",
+    ]
+    bad = verdict([ring(0, ("isend", 1, 3), ("irecv", 1, 3)), ring(1, ("isend", 0, 3), ("irecv", 0, 4))], {})
+    assert [f.mismatch for f in bad] == [True, False]
+    assert bad[0].text.endswith("but rank 1 receives [4] float32")
+    assert "(1 of 2)" in table([ring(0, ("isend", 1, 3), ("irecv", 1, 3))])[1]
 
 
 def test_a_group_member_outside_the_targets_is_named() -> None:

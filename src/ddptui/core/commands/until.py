@@ -28,6 +28,8 @@ R = TypeVar("R")
 
 ASK_TIMEOUT = 10.0
 """Seconds a rank has to say what it is about to enter (it reads its Flight Recorder)."""
+UNNAMED_GROUPS = frozenset({"", "undefined", "default_pg"})
+"""Group descriptions torch gives a group no one named."""
 RELEASE_HINT = "!n runs it anyway"
 """How a held rank's user gets past the hold, as the rank prints it."""
 
@@ -48,6 +50,24 @@ class Stop:
     """The root of a rooted collective, or the other end of a send/recv."""
     via: str = ""
     """The torch function the user called, when it is not `record.op` (`all_gather_object`)."""
+    batch: tuple[Leg, ...] = ()
+    """The sends and receives of the batch `record` is the first of (`batch_isend_irecv`)."""
+
+
+@dataclass(frozen=True)
+class Leg:
+    """One send or receive a rank stands before; a batch of them makes one stop."""
+
+    rank: int
+    op: str
+    peer: int | None
+    tensors: str
+    """`[3] float32`: what must match at the other end."""
+
+    @property
+    def what(self) -> str:
+        """`isend [3] float32`."""
+        return f"{self.op} {self.tensors}"
 
 
 @dataclass(frozen=True)
@@ -140,7 +160,23 @@ def stop_from(rank: int, state: str, value: object, inside: bool) -> Stop:
         frozenset(members) if isinstance(members, list) else None,
         peer if isinstance(peer, int) else None,
         str(value.get("via") or ""),
+        _batch(rank, value.get("batch")),
     )
+
+
+def _batch(rank: int, legs: object) -> tuple[Leg, ...]:
+    """The legs of a batch as a rank sent them (`op`, `peer`, `shapes`, `dtypes` each); () if none."""
+    if not isinstance(legs, list):
+        return ()
+    batch = []
+    for leg in legs:
+        try:
+            record = Record.from_json(dict(leg, seq=0))
+        except (TypeError, ValueError):
+            return ()
+        peer = leg.get("peer")
+        batch.append(Leg(rank, record.op, peer if isinstance(peer, int) else None, _tensors(record)))
+    return tuple(batch)
 
 
 # -- the verdict ------------------------------------------------------------------------------------
@@ -154,7 +190,8 @@ def verdict(stops: Sequence[Stop], states: Mapping[int, str]) -> list[Finding]:
     for stop in stops:
         if stop.record is not None and not stop.record.p2p:
             groups.setdefault(stop.record.pg, []).append(stop)
-    findings = [_group_finding(pg, group, states) for pg, group in groups.items()]
+    named = len(groups) > 1  # several groups (a 2-D mesh): say which ranks each line is about
+    findings = [_group_finding(pg, group, states, named) for pg, group in groups.items()]
     findings += _p2p_findings([s for s in stops if s.record is not None and s.record.p2p], states)
     if not findings:
         rest = _grouped({stop.rank: stop.state for stop in stops})
@@ -162,8 +199,9 @@ def verdict(stops: Sequence[Stop], states: Mapping[int, str]) -> list[Finding]:
     return findings
 
 
-def _group_finding(pg: str, group: list[Stop], states: Mapping[int, str]) -> Finding:
-    """Whether the ranks stopped in one process group may enter their collective together."""
+def _group_finding(pg: str, group: list[Stop], states: Mapping[int, str], named: bool = False) -> Finding:
+    """Whether the ranks stopped in one process group may enter their collective together
+    (`named`: say which ranks, not `all 2 ranks`)."""
     stopped = frozenset(stop.rank for stop in group if not stop.inside)
     seqs = {stop.record.seq for stop in group if stop.record is not None}
     if len(seqs) > 1:
@@ -182,7 +220,8 @@ def _group_finding(pg: str, group: list[Stop], states: Mapping[int, str]) -> Fin
     members = first.members or there
     missing = sorted(members - there)
     if not missing:
-        return Finding(f"all {len(there)} ranks about to enter {what}{already}")
+        who = name_ranks(there) if named else f"all {len(there)} ranks"
+        return Finding(f"{who} about to enter {what}{already}")
     absent = _grouped({rank: states.get(rank, "not known") for rank in missing})
     text = f"{name_ranks(there)} about to enter {what}{already}; not there: {absent}"
     return Finding(text, problem=True)
@@ -195,14 +234,13 @@ def _mismatch(group: list[Stop]) -> str:
     for found in diagnose(logs, statuses):
         if found.kind == "mismatch":
             return found.text
-    roots: dict[int | None, list[int]] = {}
+    roots: dict[int, list[int]] = {}
     for stop in group:
-        roots.setdefault(stop.peer, []).append(stop.rank)
+        if stop.peer is not None:  # a rank already waiting in it (its log's record) names no root
+            roots.setdefault(stop.peer, []).append(stop.rank)
     if len(roots) > 1 and group[0].record is not None:
         record = group[0].record
-        parts = ", ".join(
-            f"{name_ranks(ranks)} root {root}" for root, ranks in sorted(roots.items(), key=str)
-        )
+        parts = ", ".join(f"{name_ranks(ranks)} root {root}" for root, ranks in sorted(roots.items()))
         return f"collective {_where(record)} {record.op} differs: {parts}"
     return ""
 
@@ -212,34 +250,52 @@ RECVS = ("recv", "irecv")
 
 
 def _p2p_findings(stops: list[Stop], states: Mapping[int, str]) -> list[Finding]:
-    """A send must meet, on its peer, a recv from it (or from any rank) of the same shape and dtype."""
+    """A send must meet, on its peer, a recv from it (or from any rank) of the same shape and
+    dtype; the legs of a batch meet theirs in any order."""
+    legs = [leg for stop in stops for leg in _legs(stop)]
     by_rank = {stop.rank: stop for stop in stops}
     findings, met = [], set()
-    for stop in stops:
-        if stop.record is None or stop.record.op not in SENDS or stop.peer is None:
+    for leg in legs:
+        if leg.op not in SENDS or leg.peer is None:
             continue
-        mine = f"rank {stop.rank} about to {stop.record.what()} to rank {stop.peer}"
-        other = by_rank.get(stop.peer)
-        if other is None or other.record is None or other.record.op not in RECVS:
-            found = other.state if other is not None else states.get(stop.peer, "not known")
-            findings.append(Finding(f"{mine}; not there: rank {stop.peer} {found}", problem=True))
+        mine = f"rank {leg.rank} about to {leg.what} to rank {leg.peer}"
+        theirs = [
+            i for i, other in enumerate(legs) if other.rank == leg.peer and other.op in RECVS and i not in met
+        ]
+        if not theirs:
+            other = by_rank.get(leg.peer)
+            found = other.state if other is not None else states.get(leg.peer, "not known")
+            findings.append(Finding(f"{mine}; not there: rank {leg.peer} {found}", problem=True))
             continue
-        met.add(other.rank)
-        pair = frozenset({stop.rank, other.rank})
-        if other.peer not in (None, stop.rank):
-            text = f"mismatch: {mine}, but rank {other.rank} receives from rank {other.peer}"
-            findings.append(Finding(text, True, True, pair))
-        elif stop.record.signature()[1:] != other.record.signature()[1:]:
-            text = f"mismatch: {mine}, but rank {other.rank} receives {_tensors(other.record)}"
-            findings.append(Finding(text, True, True, pair))
-        else:
-            findings.append(Finding(f"{mine}, which is about to receive it"))
-    for stop in stops:
-        if stop.record is not None and stop.record.op in RECVS and stop.rank not in met:
-            source = "any rank" if stop.peer is None else f"rank {stop.peer}"
-            text = f"rank {stop.rank} about to {stop.record.what()} from {source}, which is not sending to it"
+        match = next((i for i in theirs if legs[i].peer in (None, leg.rank)), theirs[0])
+        met.add(match)
+        findings.append(_meets(leg, legs[match], mine))
+    for i, leg in enumerate(legs):
+        if leg.op in RECVS and i not in met:
+            source = "any rank" if leg.peer is None else f"rank {leg.peer}"
+            text = f"rank {leg.rank} about to {leg.what} from {source}, which is not sending to it"
             findings.append(Finding(text, problem=True))
     return findings
+
+
+def _legs(stop: Stop) -> tuple[Leg, ...]:
+    """The sends and receives a point-to-point stop stands before: its batch, or its one op."""
+    if stop.batch:
+        return stop.batch
+    assert stop.record is not None
+    return (Leg(stop.rank, stop.record.op, stop.peer, _tensors(stop.record)),)
+
+
+def _meets(send: Leg, recv: Leg, mine: str) -> Finding:
+    """Whether `send` (`mine`, in words) and the receive on its peer match."""
+    pair = frozenset({send.rank, recv.rank})
+    if recv.peer not in (None, send.rank):
+        return Finding(
+            f"mismatch: {mine}, but rank {recv.rank} receives from rank {recv.peer}", True, True, pair
+        )
+    if recv.tensors != send.tensors:
+        return Finding(f"mismatch: {mine}, but rank {recv.rank} receives {recv.tensors}", True, True, pair)
+    return Finding(f"{mine}, which is about to receive it")
 
 
 def _tensors(record: Record) -> str:
@@ -256,12 +312,15 @@ def _entry(stop: Stop) -> str:
 
 def _where(record: Record) -> str:
     """`#3`, or `#3 on group 1` outside the default group."""
-    return f"#{record.seq}{_on(record.pg)}"
+    return f"#{record.seq}{_on(record.pg, record.pg_desc)}"
 
 
-def _on(pg: str) -> str:
-    """` on group 1`, or nothing for the default group."""
-    return "" if pg == WORLD else f" on group {pg}"
+def _on(pg: str, desc: str = "") -> str:
+    """` on group 1`, ` on group 3 (mesh_tp)` with a description of its own, or nothing for the
+    default group."""
+    if pg == WORLD:
+        return ""
+    return f" on group {pg}" + (f" ({desc})" if desc and desc not in UNNAMED_GROUPS else "")
 
 
 def _grouped(states: Mapping[int, str]) -> str:
@@ -304,6 +363,8 @@ def _cells(stop: Stop) -> tuple[str, ...]:
     op = record.op + (f" in {stop.via}" if stop.via else "")
     if stop.peer is not None:
         op += f" {'to' if record.op in SENDS else 'from' if record.p2p else 'root'} {stop.peer}"
+    if len(stop.batch) > 1:
+        op += f" (1 of {len(stop.batch)})"
     at = str(record.site) if record.site else "-"
     at += " (waiting in it)" if stop.inside else ""
     return (_where(record) if record.seq else "-", op, shapes, dtypes, at)
