@@ -16,7 +16,7 @@ from ddptui.core.diagnosis.collective_records import Record, log_error, parse_lo
 from ddptui.core.diagnosis.collectives import RankStatus, diagnose, verdict_lines
 from ddptui.core.model.state import RankState
 from ddptui.rank import collectives as rank_side
-from ddptui.rank import flight_recorder
+from ddptui.rank import flight_recorder, p2p
 from ddptui.rank.protocol import Frame
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -509,6 +509,7 @@ def wrapped(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
     rank_side.uninstall_wrappers()
     rank_side._log.clear()
     rank_side._counters.clear()
+    p2p.forget()
 
 
 def test_wrappers_record_seq_shapes_sites_and_states(wrapped: types.ModuleType) -> None:
