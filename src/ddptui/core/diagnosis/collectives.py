@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ddptui.core.diagnosis.collective_records import WORLD, Record, process_groups
+from ddptui.core.diagnosis.p2p import p2p_verdicts
 from ddptui.core.diagnosis.verdict_terms import UNKNOWN as UNKNOWN
 from ddptui.core.diagnosis.verdict_terms import RankStatus as RankStatus
 from ddptui.core.diagnosis.verdict_terms import Verdict as Verdict
@@ -59,7 +60,7 @@ def diagnose(
             v for v in skips if not (v.kind == "mismatch" and (v.seq in locked or group.ops_in_flight(v.seq)))
         ]
         verdicts += hangs + deadlocks + skips
-    return verdicts
+    return verdicts + p2p_verdicts(logs, statuses)
 
 
 class _Group:
