@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from ddptui.core.commands.collectives_table import collectives_table
+from ddptui.core.commands.p2p_table import p2p_table
 from ddptui.core.diagnosis.collective_records import Record, parse_log
 from ddptui.core.diagnosis.collectives import RankStatus, diagnose, verdict_lines
 from ddptui.core.diagnosis.p2p import p2p_verdicts
@@ -193,6 +195,53 @@ def test_diagnose_tells_p2p_verdicts_after_the_collective_ones() -> None:
         "hang: rank 1 waits in recv from rank 0 (x.py:12); rank 0 never sent it: it is at x.py:20 in barrier",
     ]
     assert [v.kind for v in diagnose(logs, statuses)] == ["hang", "hang"]
+
+
+# -- the table ---------------------------------------------------------------------------------------
+
+
+def test_table_has_a_row_per_transfer_with_both_sides() -> None:
+    logs = {
+        0: [op(1, "send", 1, line=9, t=1), op(1, "recv", 1, "issued", t=4)],
+        1: [op(1, "recv", 0, line=12, t=2), op(2, "recv", 0, "issued", line=12, shape=(4,), t=3)],
+    }
+    assert p2p_table(logs, 10) == [
+        "p2p",
+        "  transfer  rank 0                                rank 1",
+        "    0→1 #1  send → 1 [3] float32 x.py:9           recv ← 0 [3] float32 x.py:12",
+        "    0→1 #2  -                                     recv ← 0 [4] float32 x.py:12 (issued)",
+        "    1→0 #1  recv ← 1 [3] float32 x.py:8 (issued)  -",
+    ]
+    assert p2p_table(logs, 1) == [
+        "p2p",
+        "  transfer  rank 0",
+        "    1→0 #1  recv ← 1 [3] float32 x.py:8 (issued)",
+    ]
+
+
+def test_table_marks_sides_that_differ_and_names_other_groups() -> None:
+    logs = {
+        0: [op(1, "isend", 1, pg="1", shape=(3,))],
+        1: [op(1, "irecv", 0, pg="1", shape=(4,)), op(0, "irecv", None, "started", pg="1", tag=2)],
+    }
+    assert p2p_table(logs, 10) == [
+        "p2p on group 1",
+        "     transfer  rank 0                        rank 1",
+        "≠      0→1 #1  isend → 1 [3] float32 x.py:8  irecv ← 0 [4] float32 x.py:8",
+        "  any→1 tag 2  -                             irecv ← any [3] float32 x.py:8 (started)",
+    ]
+
+
+def test_collectives_table_ends_with_the_p2p_rows() -> None:
+    reduce = Record(1, "all_reduce", shapes=((3,),), dtypes=("float32",))
+    logs = {0: [reduce, op(1, "send", 1)], 1: [reduce, op(1, "recv", 0)]}
+    assert collectives_table(logs, 5) == [
+        "  seq  ranks 0-1",
+        "   #1  all_reduce [3] float32",
+        "p2p",
+        "  transfer  rank 0                       rank 1",
+        "    0→1 #1  send → 1 [3] float32 x.py:8  recv ← 0 [3] float32 x.py:8",
+    ]
 
 
 # -- the rank side, without torch ----------------------------------------------------------------------
