@@ -51,7 +51,7 @@ def run_job(out: Path, scenario: str, wrappers: bool = False) -> dict[int, dict[
     env.update(OMP_NUM_THREADS="1", FR_OUT=str(out), PYTHONUNBUFFERED="1")
     env.pop("TORCH_FR_BUFFER_SIZE", None)
     if wrappers:
-        env.update(TORCH_FR_BUFFER_SIZE="0", FR_WRAPPERS="1")
+        env.update(TORCH_FR_BUFFER_SIZE="0")
     outputs = [(out / f"out{rank}.txt").open("w") for rank in (0, 1)]
     ranks = [
         subprocess.Popen(
@@ -195,6 +195,30 @@ def test_ddp_backward_all_reduces_are_in_the_flight_recorder(tmp_path: Path) -> 
     # DDP's construction (parameter checks and broadcast) is recorded at the user's DDP(...) line
     assert {e["op"] for e in log} == {"all_gather", "broadcast", "all_reduce"}
     assert summary(job[1]["log"]) == summary(log)
+
+
+@pytest.mark.parametrize("wrappers", [False, True], ids=["flight_recorder", "wrappers"])
+def test_p2p_ops_are_recorded_beside_the_collectives(tmp_path: Path, wrappers: bool) -> None:
+    job = run_job(tmp_path, "p2p", wrappers)
+    source = "wrappers" if wrappers else "flight_recorder"
+    batch = line("p2p_batch")
+    sides = {  # numbered per peer and direction: rank 0's third send to rank 1 pairs with rank 1's third recv
+        0: [(1, "send", 1, "send", line("p2p_send")), (2, "isend", 1, "send", line("p2p_isend"))],
+        1: [(1, "recv", 0, "recv", line("p2p_recv")), (2, "irecv", 0, "recv", line("p2p_irecv"))],
+    }
+    for rank in (0, 1):
+        log = job[rank]["log"]
+        assert [(e["seq"], e["op"], e.get("peer"), e.get("direction"), e["site"][1]) for e in log] == [
+            (1, "all_reduce", None, None, line("p2p_first")),
+            *sides[rank],
+            (3 if rank == 0 else 1, "isend", 1 - rank, "send", batch),
+            (3 if rank == 1 else 1, "irecv", 1 - rank, "recv", batch),
+            (2, "all_reduce", None, None, line("p2p_last")),
+        ]
+        assert [e["source"] for e in log] == [source, *["wrappers"] * 4, source]
+        assert {e["state"] for e in log} == {"completed"}
+        assert [e["raw_op"] for e in log if e["p2p"]][2:] == ["batch_isend_irecv"] * 2
+    assert verdict_lines(records(job)) == []
 
 
 def test_wrappers_record_what_the_flight_recorder_would(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """One rank of a 2-rank gloo job for the collective-log tests: runs a scenario, writes collective_log().
 
-Usage: `python fr_job.py SCENARIO` with MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE and FR_OUT set;
-FR_WRAPPERS=1 installs ddptui's wrappers (through the import hook) before torch is imported. The
+Usage: `python fr_job.py SCENARIO` with MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE and FR_OUT set.
+ddptui's import hook goes in before torch is imported, as in a rank: it wraps the point-to-point
+functions, and the collectives too where the Flight Recorder is off (TORCH_FR_BUFFER_SIZE=0). The
 log goes to FR_OUT/rank<R>.json. Where a scenario blocks, a thread writes it a moment after the
 main thread entered its last call, as ddptui's request thread would. `# @name` marks lines the
 tests look up.
@@ -18,11 +19,10 @@ from datetime import timedelta
 
 from ddptui.rank import collectives, flight_recorder
 
-if os.environ.get("FR_WRAPPERS") == "1":
-    collectives.install_wrappers_on_import()
+collectives.install_wrappers_on_import()
 
-import torch  # after the hook: the wrappers go in as torch.distributed loads
-import torch.distributed as dist
+import torch  # noqa: E402 (after the hook: the wrappers go in as torch.distributed loads)
+import torch.distributed as dist  # noqa: E402
 
 RANK = int(os.environ["RANK"])
 
@@ -147,6 +147,26 @@ def ddp() -> None:
         optimizer.zero_grad()
         loss.backward()  # @backward
         optimizer.step()
+    all_retired()
+    write_log()
+
+
+def p2p() -> None:
+    """Point-to-point ops between two all_reduces, blocking, async and batched; the recorder keeps
+    none of them on gloo, ddptui's wrappers all."""
+    other = 1 - RANK
+    t = torch.ones(3)
+    dist.all_reduce(t)  # @p2p_first
+    if RANK == 0:
+        dist.send(t, other)  # @p2p_send
+        dist.isend(torch.ones(2, dtype=torch.int64), dst=other).wait()  # @p2p_isend
+    else:
+        dist.recv(t)  # @p2p_recv
+        dist.irecv(torch.ones(2, dtype=torch.int64), src=other).wait()  # @p2p_irecv
+    pair = [dist.P2POp(dist.isend, t, other), dist.P2POp(dist.irecv, torch.zeros(3), other)]
+    for work in dist.batch_isend_irecv(pair):  # @p2p_batch
+        work.wait()
+    dist.all_reduce(t)  # @p2p_last
     all_retired()
     write_log()
 

@@ -19,7 +19,7 @@ from ddptui.core.model.fatal import read_death
 from ddptui.core.model.state import RankState
 from ddptui.core.model.topology import Topology
 from ddptui.rank import collectives as rank_side
-from ddptui.rank import flight_recorder
+from ddptui.rank import flight_recorder, p2p
 from ddptui.rank.protocol import Frame
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -692,6 +692,7 @@ def wrapped(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
     rank_side.uninstall_wrappers()
     rank_side._log.clear()
     rank_side._counters.clear()
+    p2p.forget()
 
 
 def test_wrappers_record_seq_shapes_sites_and_states(wrapped: types.ModuleType) -> None:

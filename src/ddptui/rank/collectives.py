@@ -7,7 +7,8 @@ missing, `install_wrappers()` puts a light recorder around the `torch.distribute
 functions instead. What the wrappers cannot see: collectives issued from C++ — DDP's gradient
 bucket all-reduces in `backward()`, its parameter broadcasts at construction and bucket rebuild —
 and ops called through references taken before they were installed (`from torch.distributed
-import all_reduce` run earlier).
+import all_reduce` run earlier). Point-to-point ops, which the recorder does not keep on gloo,
+are always recorded by `ddptui.rank.p2p` and merged in by time.
 """
 
 from __future__ import annotations
@@ -15,57 +16,46 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+import heapq
 import inspect
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
-from ddptui.rank.call_sites import is_core_library, is_user_code
+from ddptui.rank import p2p
 from ddptui.rank.flight_recorder import flight_recorder_on, from_flight_recorder, tail
 from ddptui.rank.hooks import C10D, when_imported
-
-RING = 2000
-"""Records the wrappers keep, like the Flight Recorder's default ring."""
+from ddptui.rank.op_records import RING, caller_site, dtype_name, group_name
 
 
 def collective_log(last: int | None = None) -> list[dict[str, Any]]:
-    """This rank's collectives, oldest first (the `last` ones only), as JSON-able dicts; never raises.
+    """This rank's collectives and point-to-point ops, oldest first (the `last` ones only), as
+    JSON-able dicts; never raises.
 
-    Each: `seq` (per process group), `op` (`all_reduce`), `raw_op` (`gloo:all_reduce`), `pg` (the
-    group's name, `"0"` for the default group), `pg_desc`, `shapes` and `dtypes` of the inputs,
-    `out_shapes`, `out_dtypes`, `state` (`issued`, `started`, `completed`, `failed`), `p2p`, `site`
-    (the user's call site as `[file, line, func]`, or None) and `source`. A failure is one
-    `{"error": ...}` entry.
+    Each: `seq` (per process group; for point-to-point ops per group, peer, direction and tag),
+    `op` (`all_reduce`), `raw_op` (`gloo:all_reduce`), `pg` (the group's name, `"0"` for the
+    default group), `pg_desc`, `shapes` and `dtypes` of the inputs, `out_shapes`, `out_dtypes`,
+    `state` (`issued`, `started`, `completed`, `failed`), `p2p`, `site` (the user's call site as
+    `[file, line, func]`, or None) and `source`; the wrappers' records add `time_ns`, and
+    point-to-point ones `peer` (a global rank), `direction` (`send`, `recv`) and `tag`. A failure
+    is one `{"error": ...}` entry.
     """
     try:
         if C10D not in sys.modules:
             return []
         count = None if last is None else max(last, 0)
-        return from_flight_recorder(count) or _from_wrappers(count)
+        ours = p2p.p2p_log()
+        return from_flight_recorder(count, ours) or _from_wrappers(count, ours)
     except Exception as exc:  # a question must never hurt the rank
         return [{"error": f"{type(exc).__name__}: {exc}"[:500]}]
 
 
-# -- call sites ---------------------------------------------------------------------------------
-
-
-def _caller_site(frame: Any) -> list[Any] | None:
-    """The innermost user frame from `frame` outwards, as `[file, line, func]`."""
-    outside = None
-    while frame is not None:
-        code = frame.f_code
-        if is_user_code(code.co_filename):
-            return [code.co_filename, frame.f_lineno or 0, code.co_name]
-        if outside is None and not is_core_library(code.co_filename):
-            outside = [code.co_filename, frame.f_lineno or 0, code.co_name]
-        frame = frame.f_back
-    return outside
-
-
 # -- the fallback: wrappers around torch.distributed's collective functions ---------------------
 
-P2P_OPS = ("send", "recv", "isend", "irecv")
+P2P_OPS = tuple(p2p.OPS)
+"""Point-to-point functions: `ddptui.rank.p2p` wraps them, always."""
 OPS: dict[str, str | None] = {
     "all_reduce": "tensor",
     "broadcast": "tensor",
@@ -85,33 +75,39 @@ OPS: dict[str, str | None] = {
     "isend": "tensor",
     "irecv": "tensor",
 }
-"""Wrapped functions and the parameter holding their input tensors (None: no input)."""
+"""Collective and point-to-point functions and the parameter holding their input tensors (None: no
+input); `ddptui.rank.until` stops before each."""
 
+_dtype_name = dtype_name
+_group_name = group_name
+"""Kept under these names for `ddptui.rank.until`, which describes the collective it stops before."""
 _log: collections.deque[dict[str, Any]] = collections.deque(maxlen=RING)
-_counters: dict[tuple[str, bool], int] = {}
+_counters: dict[str, int] = {}
 _counter_lock = threading.Lock()
 _originals: dict[str, Any] = {}
-_dtype_names: dict[Any, str] = {}
 _inside = threading.local()
 """`call` is True on a thread while a wrapped function runs."""
 
 
-def _from_wrappers(count: int | None) -> list[dict[str, Any]]:
-    """The wrappers' records, copied (a record's state may change while it is being sent)."""
-    return [dict(record) for record in tail(list(_log), count)]
+def _from_wrappers(count: int | None, ours: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The wrappers' records, copied (a record's state may change while it is being sent), with the
+    point-to-point records `ours` merged in by time."""
+    records = heapq.merge([dict(record) for record in _log], ours, key=lambda record: record["time_ns"])
+    return tail(list(records), count)
 
 
 def install_wrappers(module: Any = None) -> bool:
-    """Wrap the collective functions of `torch.distributed` (or `module`, a `distributed_c10d` being
-    imported); idempotent. True when the wrappers are in place.
+    """Wrap the collective and point-to-point functions of `torch.distributed` (or `module`, a
+    `distributed_c10d` being imported); idempotent. True when the wrappers are in place.
     """
     c10d = module if module is not None else sys.modules.get(C10D)
     if c10d is None:
         return False
+    p2p.install(c10d)
     package = sys.modules.get("torch.distributed")
     for name, param in OPS.items():
         original = getattr(c10d, name, None)
-        if original is None or name in _originals:
+        if original is None or name in _originals or name in P2P_OPS:
             continue
         wrapper = _wrap(name, original, param)
         _originals[name] = original
@@ -128,10 +124,12 @@ def uninstall_wrappers() -> None:
             if namespace is not None and getattr(getattr(namespace, name, None), "__wrapped__", None):
                 setattr(namespace, name, original)
     _originals.clear()
+    p2p.uninstall()
 
 
 def install_wrappers_on_import() -> None:
-    """Install the wrappers as soon as torch.distributed loads, unless the Flight Recorder will cover it.
+    """Install the wrappers as soon as torch.distributed loads: the point-to-point ones always, the
+    collective ones unless the Flight Recorder will cover them.
 
     For the rank's start-up: costs one import hook until torch is imported, nothing after.
     """
@@ -139,8 +137,11 @@ def install_wrappers_on_import() -> None:
 
 
 def _wrap_unless_recorded(module: Any) -> None:
-    """Wrap the collectives of a freshly loaded `distributed_c10d` when no Flight Recorder covers them."""
-    if not flight_recorder_on():
+    """Wrap the point-to-point functions of a freshly loaded `distributed_c10d`, and its collectives
+    when no Flight Recorder covers them."""
+    if flight_recorder_on():
+        p2p.install(module)
+    else:
         install_wrappers(module)
 
 
@@ -149,15 +150,12 @@ def _wrap(name: str, original: Callable[..., Any], param: str | None) -> Callabl
     names = list(inspect.signature(original).parameters)
     at = names.index(param) if param in names else None
     at_group = names.index("group") if "group" in names else None
-    p2p = name in P2P_OPS
 
     @functools.wraps(original)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if getattr(_inside, "call", False):  # `send` runs `isend`: one user call, one record
+        if getattr(_inside, "call", False):  # a collective run by another: one user call, one record
             return original(*args, **kwargs)
-        record = _issue(
-            name, p2p, _argument(args, kwargs, param, at), _argument(args, kwargs, "group", at_group)
-        )
+        record = _issue(name, _argument(args, kwargs, param, at), _argument(args, kwargs, "group", at_group))
         _inside.call = True
         try:
             result = original(*args, **kwargs)
@@ -181,23 +179,22 @@ def _argument(args: tuple[Any, ...], kwargs: dict[str, Any], name: str | None, a
     return args[at] if at is not None and at < len(args) else None
 
 
-def _issue(op: str, p2p: bool, tensors: Any, group: Any) -> dict[str, Any]:
+def _issue(op: str, tensors: Any, group: Any) -> dict[str, Any]:
     """Append the record of a call about to run; a failure here yields a detached record."""
     try:
-        record = _new_record(op, p2p, tensors, group, sys._getframe(2))
+        record = _new_record(op, tensors, group, sys._getframe(2))
     except Exception:
         return {}
     _log.append(record)
     return record
 
 
-def _new_record(op: str, p2p: bool, tensors: Any, group: Any, caller: Any) -> dict[str, Any]:
+def _new_record(op: str, tensors: Any, group: Any, caller: Any) -> dict[str, Any]:
     """The record of one call, numbered in its group like the Flight Recorder numbers them."""
-    pg, desc = _group_name(group)
+    pg, desc = group_name(group)
     inputs = [] if tensors is None else list(tensors) if isinstance(tensors, list | tuple) else [tensors]
     with _counter_lock:
-        seq = _counters.get((pg, p2p), 0) + 1
-        _counters[(pg, p2p)] = seq
+        seq = _counters[pg] = _counters.get(pg, 0) + 1
     return {
         "seq": seq,
         "op": op,
@@ -205,29 +202,15 @@ def _new_record(op: str, p2p: bool, tensors: Any, group: Any, caller: Any) -> di
         "pg": pg,
         "pg_desc": desc,
         "shapes": [list(t.shape) for t in inputs],
-        "dtypes": [_dtype_name(t.dtype) for t in inputs],
+        "dtypes": [dtype_name(t.dtype) for t in inputs],
         "out_shapes": [],
         "out_dtypes": [],
         "state": "issued",
-        "p2p": p2p,
-        "site": _caller_site(caller),
+        "p2p": False,
+        "site": caller_site(caller),
         "source": "wrappers",
+        "time_ns": time.time_ns(),
     }
-
-
-def _group_name(group: Any) -> tuple[str, str]:
-    """A process group's name and description; the default group's for None."""
-    if group is None:
-        group = getattr(sys.modules.get(C10D), "_get_default_group", lambda: None)()
-    return str(getattr(group, "group_name", "?")), str(getattr(group, "group_desc", ""))
-
-
-def _dtype_name(dtype: Any) -> str:
-    """`torch.float32` -> `float32`, cached (str() of a dtype is slow)."""
-    name = _dtype_names.get(dtype)
-    if name is None:
-        name = _dtype_names[dtype] = str(dtype).removeprefix("torch.")
-    return name
 
 
 def _finish(record: dict[str, Any], result: Any) -> None:
@@ -237,6 +220,6 @@ def _finish(record: dict[str, Any], result: Any) -> None:
     if result is None or not hasattr(result, "get_future"):
         record["state"] = "completed"
         return
-    # A work without a future (some send/recv) stays `issued`: shown, never misread as done.
+    # A work without a future stays `issued`: shown, never misread as done.
     with contextlib.suppress(Exception):
         result.get_future().add_done_callback(lambda _: record.__setitem__("state", "completed"))

@@ -7,12 +7,13 @@ recorder is off or has no entries, `ddptui.rank.collectives` falls back to its o
 from __future__ import annotations
 
 import contextlib
+import heapq
 import os
 import pickle
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ddptui.rank.call_sites import is_core_library, is_user_code
@@ -69,15 +70,27 @@ def _version(text: str) -> tuple[int, int]:
         return 0, 0
 
 
-def from_flight_recorder(count: int | None) -> list[dict[str, Any]]:
-    """The Flight Recorder's entries as records; empty when it has none."""
+def from_flight_recorder(count: int | None, beside: Sequence[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+    """The Flight Recorder's entries as records, the last `count` of them; empty when it has none.
+
+    `beside`: ddptui's own point-to-point records (each with its `time_ns`, oldest first), merged
+    in by time; where there are some, the recorder's own point-to-point entries (NCCL keeps
+    them, without the peer) are left out for them.
+    """
     entries = _fr_entries()
     if entries and _fr_state(entries[-1]) != "completed":
         # Retirement is marked on gloo's worker thread a moment after a blocking call returns:
         # asked right after one, the recorder still calls it pending. Look once more.
         time.sleep(RETIRE_LAG)
         entries = _fr_entries()
-    return [_fr_record(entry) for entry in tail(entries, count)]
+    if not beside or not entries:
+        return [_fr_record(entry) for entry in tail(entries, count)]
+    # The last `count` of the merge are among the last `count` of each side.
+    entries = tail([entry for entry in entries if not entry.get("is_p2p")], count)
+    timed = ((int(entry.get("time_created_ns") or 0), _fr_record(entry)) for entry in entries)
+    ours = ((int(record.get("time_ns") or 0), record) for record in tail(list(beside), count))
+    merged = heapq.merge(timed, ours, key=lambda pair: pair[0])
+    return tail([record for _, record in merged], count)
 
 
 def _fr_entries() -> list[dict[str, Any]]:

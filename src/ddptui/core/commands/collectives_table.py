@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from ddptui.core.commands.p2p_table import p2p_table
 from ddptui.core.diagnosis.collective_records import WORLD, Record, process_groups
 from ddptui.core.diagnosis.collectives import group_names
 from ddptui.core.model.targets import name_ranks
@@ -36,7 +37,7 @@ def collectives_table(
         if names[pg]:
             lines.append(names[pg])
         lines += _table(seqs, rows)
-    return lines
+    return lines + p2p_table(logs, last)
 
 
 def _table(seqs: Mapping[int, Mapping[int, Record]], rows: list[int]) -> list[str]:

@@ -35,6 +35,13 @@ class Record:
     out_dtypes: tuple[str, ...] = ()
     p2p: bool = False
     pg_desc: str = ""
+    peer: int | None = None
+    """A point-to-point op's peer, a global rank (None: a recv from any rank, or not p2p)."""
+    direction: str = ""
+    """`send` or `recv` for a point-to-point op ddptui recorded; empty otherwise."""
+    tag: int = 0
+    time_ns: int = 0
+    """When the rank issued it (wall clock, ns); 0 when not known."""
 
     @classmethod
     def from_json(cls, value: Any) -> Record:
@@ -55,8 +62,12 @@ class Record:
                 out_dtypes=tuple(str(d) for d in value.get("out_dtypes", [])),
                 p2p=bool(value.get("p2p", False)),
                 pg_desc=str(value.get("pg_desc", "")),
+                peer=_peer(value.get("peer")),
+                direction=_direction(value.get("direction")),
+                tag=int(value.get("tag") or 0),
+                time_ns=int(value.get("time_ns") or 0),
             )
-        except (KeyError, TypeError, ProtocolError) as exc:
+        except (KeyError, TypeError, ValueError, ProtocolError) as exc:
             raise ValueError(f"not a collective record: {value!r:.80}") from exc
 
     @property
@@ -96,6 +107,20 @@ class Record:
         """`all_reduce [3] float32 (train.py:10)`."""
         text = self.what() if shapes else self.op
         return f"{text} ({self.site})" if self.site else text
+
+
+def _peer(value: Any) -> int | None:
+    """A peer rank from JSON: an int, or None."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise ValueError(f"not a rank: {value!r:.20}")
+
+
+def _direction(value: Any) -> str:
+    """`send`, `recv`, or empty."""
+    if value in (None, "", "send", "recv"):
+        return value or ""
+    raise ValueError(f"not a direction: {value!r:.20}")
 
 
 def _shapes(value: Any) -> tuple[tuple[int, ...], ...]:

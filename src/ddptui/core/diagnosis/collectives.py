@@ -17,6 +17,7 @@ from ddptui.core.diagnosis.chains import chain
 from ddptui.core.diagnosis.collective_records import WORLD, Record, process_groups
 from ddptui.core.diagnosis.collective_verdict import UNKNOWN, RankStatus, Verdict
 from ddptui.core.diagnosis.group_verdicts import GroupCheck
+from ddptui.core.diagnosis.p2p import p2p_verdicts
 from ddptui.core.model.topology import Topology
 
 __all__ = ["UNKNOWN", "RankStatus", "Verdict", "diagnose", "group_names", "verdict_lines"]
@@ -60,7 +61,7 @@ def diagnose(
         known = topology.groups.get(pg)
         group = GroupCheck(pg, names[pg], logs, statuses, known.ranks if known else None)
         verdicts += _group_verdicts(group, aborted)
-    return chain(verdicts, logs, statuses)
+    return chain(verdicts, logs, statuses) + p2p_verdicts(logs, statuses)
 
 
 def _group_verdicts(group: GroupCheck, aborted: Mapping[tuple[str, int], frozenset[int]]) -> list[Verdict]:
