@@ -104,13 +104,14 @@ async def test_a_2d_mesh_stops_at_fsdp2_across_dp_then_tensor_parallel_within_tp
         result = await until_collective(session)
         assert not result.error, result.lines
         assert list(result.lines[:2]) == [
-            "ranks 0,2 about to enter #1 on group 1 (mesh_dp) all_gather_single [54] float32",
-            "ranks 1,3 about to enter #1 on group 2 (mesh_dp) all_gather_single [54] float32",
+            "ranks 0,2 about to enter #1 on dp group [0,2] (tp=0) all_gather_single [54] float32",
+            "ranks 1,3 about to enter #1 on dp group [1,3] (tp=1) all_gather_single [54] float32",
         ], result.lines
         assert all("FSDP2 all-gather for (root) (forward)" in row for row in rows(result))
         tp = await until_collective(session)
         assert [line.split(" about")[0] for line in tp.lines[:2]] == ["ranks 0-1", "ranks 2-3"], tp.lines
-        assert all("(mesh_tp) all_reduce [2,4] float32" in line for line in tp.lines[:2])
+        assert "#5 on tp group [0,1] (dp=0) all_reduce [2,4] float32" in tp.lines[0], tp.lines
+        assert "#5 on tp group [2,3] (dp=1) all_reduce [2,4] float32" in tp.lines[1], tp.lines
         assert all(ROW in row for row in rows(tp))
         assert locations(session) == [at("forward", MESH)] * 4
         await session.broadcast("n")

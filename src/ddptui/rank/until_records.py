@@ -25,8 +25,9 @@ C10D_OPS = frozenset((
 """The `torch.distributed` collective functions a stop is named after, the outermost when one
 calls another (`all_gather_into_tensor` runs `all_gather_single`); others are what called them
 (`all_gather_object`, `batch_isend_irecv`)."""
-C10D_FRAMES = (C10D, "torch.distributed.c10d_logger", "typing_extensions", "warnings")
-"""Modules of the frames between a `torch.distributed` function and its process group call."""
+C10D_FRAMES = (C10D, "torch.distributed.c10d_logger", "typing_extensions", "warnings", "ddptui.rank.p2p")
+"""Modules of the frames between a `torch.distributed` function and its process group call (ddptui's
+own p2p recorder among them: `send` runs `isend` through it)."""
 PG_OPS: dict[str, tuple[str, int | None]] = {
     "allreduce": ("all_reduce", 0),
     "allreduce_coalesced": ("all_reduce_coalesced", 0),

@@ -11,6 +11,7 @@ the ranks disagree on, and nothing waits for ever.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -20,6 +21,7 @@ from ddptui.core.diagnosis.collective_records import WORLD, Record
 from ddptui.core.diagnosis.collectives import RankStatus, diagnose
 from ddptui.core.model.state import Phase
 from ddptui.core.model.targets import format_ranks, name_ranks
+from ddptui.core.model.topology import Topology
 from ddptui.core.session.session import Session
 from ddptui.core.transport.interface import RequestError, answered
 from ddptui.rank.asks import Collectives, UntilArm, UntilHold, UntilPending, UntilRelease
@@ -120,6 +122,7 @@ async def gather(session: Session, indices: Sequence[int], armed: frozenset[int]
     pending = await session.ask(UntilPending(), paused, ASK_TIMEOUT)
     last = await session.ask(Collectives(last=1), waiting, ASK_TIMEOUT)
     stops = []
+    await session.topology_reader.read()
     for index in indices:
         state = session.ranks[index].state.describe()
         if index in pending:
@@ -132,7 +135,16 @@ async def gather(session: Session, indices: Sequence[int], armed: frozenset[int]
             stops.append(stop_from(index, state, entry, inside=True))
         else:
             stops.append(Stop(index, state))
-    return stops
+    return [_named(stop, session.topology) for stop in stops]
+
+
+def _named(stop: Stop, topology: Topology) -> Stop:
+    """The stop with its collective's group named in the user's words."""
+    if stop.record is None or stop.record.pg == WORLD:
+        return stop
+    return dataclasses.replace(
+        stop, record=dataclasses.replace(stop.record, pg_name=topology.group_name(stop.record.pg))
+    )
 
 
 def _value(answer: R | RequestError) -> R | None:
@@ -206,7 +218,8 @@ def _group_finding(pg: str, group: list[Stop], states: Mapping[int, str], named:
     seqs = {stop.record.seq for stop in group if stop.record is not None}
     if len(seqs) > 1:
         parts = ", ".join(f"rank {stop.rank} {_entry(stop)}" for stop in group)
-        text = f"mismatch: the ranks stand before different collectives{_on(pg)}: {parts}"
+        name = next((stop.record.pg_name for stop in group if stop.record is not None), "")
+        text = f"mismatch: the ranks stand before different collectives{_on(pg, name=name)}: {parts}"
         return Finding(text, mismatch=True, problem=True, ranks=stopped)
     differ = _mismatch(group)
     if differ:
@@ -311,15 +324,17 @@ def _entry(stop: Stop) -> str:
 
 
 def _where(record: Record) -> str:
-    """`#3`, or `#3 on group 1` outside the default group."""
-    return f"#{record.seq}{_on(record.pg, record.pg_desc)}"
+    """`#3`, or `#3 on tp group [2,3] (dp=1)` outside the default group."""
+    return f"#{record.seq}{_on(record.pg, record.pg_desc, record.pg_name)}"
 
 
-def _on(pg: str, desc: str = "") -> str:
-    """` on group 1`, ` on group 3 (mesh_tp)` with a description of its own, or nothing for the
-    default group."""
+def _on(pg: str, desc: str = "", name: str = "") -> str:
+    """` on tp group [2,3] (dp=1)` (the group's `name` in the user's words), else ` on group 1`, `
+    on group 3 (mesh_tp)` with a description of its own; nothing for the default group."""
     if pg == WORLD:
         return ""
+    if (name and not name.startswith("group ")) or name.startswith("group ["):
+        return f" on {name}"
     return f" on group {pg}" + (f" ({desc})" if desc and desc not in UNNAMED_GROUPS else "")
 
 

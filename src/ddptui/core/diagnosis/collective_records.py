@@ -35,6 +35,8 @@ class Record:
     out_dtypes: tuple[str, ...] = ()
     p2p: bool = False
     pg_desc: str = ""
+    pg_name: str = ""
+    """The group in the user's words (`tp group [2,3] (dp=1)`), where a front end knows it."""
     peer: int | None = None
     """A point-to-point op's peer, a global rank (None: a recv from any rank, or not p2p)."""
     direction: str = ""
