@@ -141,7 +141,7 @@ def _wrap_op(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
             _inside.call = False
         if name in BLOCKING:
             _returned(record, result)
-        elif result is not None:
+        elif result is not None and record:
             _watch(result, [record], group)
         return result
 
@@ -283,21 +283,22 @@ def _returned(record: dict[str, Any], result: Any) -> None:
 
 
 def _watch(work: Any, records: list[dict[str, Any]], group: Any) -> None:
-    """Remember the async `work` the `records` complete with."""
-    records = [record for record in records if record]
-    if records:
-        with contextlib.suppress(TypeError):  # not weakly referenceable: it stays `issued`
-            _works[work] = (records, group)
+    """Remember the async `work` the `records` complete with (try, not `suppress`: this runs per op)."""
+    try:  # noqa: SIM105 (suppress() costs a context manager per op)
+        _works[work] = (records, group)
+    except TypeError:  # not weakly referenceable: its records stay `issued`
+        pass
 
 
 def _watch_batch(works: Any, records: list[dict[str, Any]], group: Any) -> None:
     """Pair a batch's works with its records; coalesced backends return one work for them all."""
     if not isinstance(works, list) or not works:
         return
+    records = [record for record in records if record]
     if len(works) == len(records):
         for work, record in zip(works, records, strict=True):
             _watch(work, [record], group)
-    else:
+    elif records:
         _watch(works[-1], records, group)
 
 
@@ -311,10 +312,16 @@ def _set_state(records: Iterable[dict[str, Any]], state: str) -> None:
 def _done(work: Any, watched: Watched) -> None:
     """Async work finished: its records are completed; a recv from any rank learns its sender."""
     records, group = watched
-    with contextlib.suppress(KeyError, TypeError):
+    try:  # noqa: SIM105 (as in _watch)
         del _works[work]
-    _set_state(records, "completed")
-    if any(record.get("peer") is None for record in records):
+    except (KeyError, TypeError):
+        pass
+    unnamed = False
+    for record in records:
+        if record["state"] not in DONE:
+            record["state"] = "completed"
+        unnamed = unnamed or record["peer"] is None
+    if unnamed:
         with contextlib.suppress(Exception):
             sender = _global_rank(group, work._source_rank())
             for record in records:
