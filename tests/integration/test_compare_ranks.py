@@ -124,3 +124,18 @@ def test_compare_of_a_pending_collective_describes_it_and_the_job_lives(ddptui: 
     assert "[ranks 0-1] 'AsyncCollectiveTensor'" in result.stdout
     assert "rank 0: exited 0" in result.stdout and "rank 1: exited 0" in result.stdout
     assert result.returncode == 0, result.stdout
+
+
+SLEEP_THEN_CHANGE = ':compare __import__("time").sleep(6) or log.append("eval")'
+
+
+def test_an_evaluation_stopped_at_its_time_does_not_run_on(ddptui: Runner) -> None:
+    commands = f"{SLEEP_THEN_CHANGE}\nc\n"
+    result = ddptui.run(
+        "--nproc-per-node", "2", "--batch", "-", str(SCRIPTS / "evaluations.py"), "3", stdin=commands
+    )
+    for rank in (0, 1):  # not `['program', 'eval']`: nothing appended after the program resumed
+        assert f"rank {rank} log ['program']" in rank_lines(result.stdout, rank), result.stdout
+    assert block(result.stdout, SLEEP_THEN_CHANGE) == ["2 errors", "  ranks 0-1 │ raised stopped after 5 s"]
+    assert result.returncode == 0, result.stdout
+

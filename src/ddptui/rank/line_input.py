@@ -7,6 +7,9 @@ So the core asks for it (the `edit` request) before it forwards the first key ty
 a plain read in progress is woken and becomes a readline prompt, drawn over the one on screen,
 and the core is answered once readline has the terminal. One prompt at a time: the next command
 is read plainly again unless the core asks again.
+
+The same wake-up hands the main thread work while it waits at a plain prompt (`hand_over`): an
+`eval` request runs there, where a signal can stop it, as pdb's own `p` would run.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import re
 import select
 import sys
 import threading
+from collections.abc import Callable
 from typing import IO
 
 EDIT_WAIT = 1.0
@@ -31,7 +35,10 @@ when many ranks share few cores)."""
 _wanted = False
 """The core asked for line editing, for the prompt that is open or the next one."""
 _reading = ""
-"""What the main thread does: "" (not reading a command), "plain", "switching" or "editing"."""
+"""What the main thread does: "" (not reading a command), "plain", "working" (work handed over
+at a plain prompt), "switching" or "editing"."""
+_work: list[Callable[[], None]] = []
+"""Work handed to the main thread at its plain prompt (`hand_over`), run before the next read."""
 _answers: list[threading.Event] = []
 """`edit` requests waiting for the open plain prompt to become a readline prompt (or to end)."""
 _wake_read, _wake_write = os.pipe()
@@ -54,7 +61,7 @@ def edit() -> bool:
         _wanted = True
         with contextlib.suppress(BlockingIOError):  # a full pipe wakes the prompt all the same
             os.write(_wake_write, b".")
-        waits = _reading in ("plain", "switching")
+        waits = _reading in ("plain", "working", "switching")
         if waits:
             _answers.append(answered)
     if waits:
@@ -65,13 +72,32 @@ def edit() -> bool:
         return _reading == "editing"
 
 
+def hand_over(work: Callable[[], None]) -> bool:
+    """Have the main thread call `work` (which must not raise) at the plain prompt it waits at.
+
+    False, and nothing handed over, when it does not wait at one right now: it runs the program
+    or a command, or reads through readline. Handed over, `work` runs before the prompt reads
+    another command (after the work handed over before it): a command already typed (`c`)
+    waits until `work` returns.
+    """
+    with _lock:
+        if _reading not in ("plain", "working"):
+            return False
+        _work.append(work)
+        with contextlib.suppress(BlockingIOError):  # a full pipe wakes the prompt all the same
+            os.write(_wake_write, b".")
+        return True
+
+
 class PromptInput:
     """pdb's `stdin` (`readline()` is all `cmd.Cmd` calls) while ddptui may type into the rank."""
 
-    def __init__(self, stream: IO[str], debugger: cmd.Cmd) -> None:
+    def __init__(self, stream: IO[str], debugger: cmd.Cmd, history: bool = True) -> None:
         """Read `stream` (the terminal) for `debugger`, whose prompt and completer a readline
-        prompt uses."""
+        prompt uses; `history`: keep the commands read plainly in readline's history (for Up in
+        a pane: not where only ddptui types)."""
         self.stream = stream
+        self.history = history
         self.debugger = debugger
         self._fd = stream.fileno()
         self._decoder = codecs.getincrementaldecoder(getattr(stream, "encoding", None) or "utf-8")("replace")
@@ -92,21 +118,32 @@ class PromptInput:
         if self._lines:
             return self._lines.pop(0)
         while True:
+            work = None
             with _lock:
-                if _wanted:
+                if _work:
+                    work = _work[:]
+                    _work.clear()
+                    _reading = "working"
+                elif _wanted:
                     _wanted, _reading = False, "switching"
                     break
-                _reading = "plain"
+                else:
+                    _reading = "plain"
+            if work:
+                for each in work:
+                    each()
+                continue
             try:
                 ready = self._ready.poll()
             except BaseException:  # Ctrl-C: pdb's KeyboardInterrupt
                 _now_reading("")
                 raise
             if ready[0][0] == self._fd or len(ready) > 1:  # the terminal has input (the pipe may too)
-                _now_reading("")
+                if not _now_reading("", unless_work=True):
+                    continue  # work handed over meanwhile runs first: `hand_over` takes the same lock
                 self.typed = False
                 return self._plain()
-            os.read(_wake_read, 512)  # still reading: the loop's top switches to readline
+            os.read(_wake_read, 512)  # still reading: the loop's top runs the work or switches to readline
         self.typed = True
         try:
             return self._edited()
@@ -130,7 +167,7 @@ class PromptInput:
             if not self._lines:  # part of a character: the rest comes with the line's end
                 return self._plain()
             line = self._lines.pop(0)
-        readline = sys.modules.get("readline")
+        readline = sys.modules.get("readline") if self.history else None
         command = line.rstrip("\r\n")
         if readline is not None and command and not command.isspace():
             length = readline.get_current_history_length()
@@ -167,14 +204,18 @@ def _editing() -> None:
     _now_reading("editing")
 
 
-def _now_reading(what: str) -> None:
-    """Say what the main thread does now, and answer the `edit` requests that wait for it."""
+def _now_reading(what: str, unless_work: bool = False) -> bool:
+    """Say what the main thread does now, and answer the `edit` requests that wait for it;
+    `unless_work`: not while work handed over waits (False)."""
     global _reading
     with _lock:
+        if unless_work and _work:
+            return False
         _reading = what
         if not _answers:  # nearly always: no `edit` waits
-            return
+            return True
         answers = _answers[:]
         _answers.clear()
     for answered in answers:
         answered.set()
+    return True

@@ -1,9 +1,11 @@
 """How a rank answers the core's requests (declared in `ddptui.rank.asks`), on ddptui threads.
 
 Every request runs on a worker thread of its own and is answered within its timeout: a request
-that cannot finish (an expression that loops, a lock held by the blocked main thread) gets an error
-reply and its worker is left behind as a daemon. Nothing here blocks or kills the rank; only
-`interrupt` signals it, its own main thread, as Ctrl-C would. `HANDLERS` pairs every declared kind
+that cannot finish (a lock held by the blocked main thread) gets an error reply and its worker is
+left behind as a daemon. An `eval` is the exception (`ddptui.rank.evaluation`): at a plain prompt
+it runs on the main thread and is stopped at its timeout, and one that cannot be stopped is said to
+be still running, never left behind unsaid. Nothing here blocks or kills the rank; only `interrupt`
+signals it, its own main thread, as Ctrl-C would. `HANDLERS` pairs every declared kind
 with the function that answers it; the link hands requests in through `answer_later`, registered
 when the rank connects.
 """
@@ -19,7 +21,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from ddptui.rank import ddp, debugger, timeouts, until
+from ddptui.rank import ddp, debugger, evaluation, timeouts, until
 from ddptui.rank.asks import (
     Ask,
     CollectiveRecord,
@@ -70,6 +72,9 @@ def answer_later(request: Request, send: Callable[[Message], None]) -> None:
 
 def _answer(request: Request, send: Callable[[Message], None]) -> None:
     """Run the handler on a worker thread; reply with its result or say it timed out."""
+    if request.kind == Eval.KIND:  # bounded, and stopped at its timeout where it can be
+        send(evaluation.answer(request, handle))
+        return
     result: list[Reply] = []
     worker = threading.Thread(
         target=lambda: result.append(handle(request)), name="ddptui-worker", daemon=True
