@@ -139,3 +139,20 @@ def test_an_evaluation_stopped_at_its_time_does_not_run_on(ddptui: Runner) -> No
     assert block(result.stdout, SLEEP_THEN_CHANGE) == ["2 errors", "  ranks 0-1 │ raised stopped after 5 s"]
     assert result.returncode == 0, result.stdout
 
+
+HELD = ':compare __import__("os").system("sleep 8") or log.append("eval")'
+
+
+def test_an_evaluation_that_cannot_be_stopped_holds_the_ranks_resume_until_it_ends(ddptui: Runner) -> None:
+    commands = [":ranks 1", HELD, ":compare step", "c", ":ranks 0", 'p __import__("time").sleep(4)']
+    commands += [":ranks all", "c"]
+    result = ddptui.batch(SCRIPTS / "evaluations.py", "\n".join(commands) + "\n", nproc=2, stall=10)
+    out = result.stdout
+    assert "rank 1 log ['eval', 'program']" in rank_lines(out, 1), out  # it ended, then the program went on
+    said = "raised still running after 5 s (C code that takes no stop); its n, c, ... wait until it ends"
+    assert block(out, HELD) == ["1 error", f"  rank 1  │ {said}"], out
+    assert block(out, ":compare step")[1].startswith("  rank 1  │ raised still running: the one asked"), out
+    expr = HELD.removeprefix(":compare ")
+    assert block(out, "c")[0] == f"c not sent to rank 1: its evaluation of {expr} still runs; !c sends anyway"
+    assert "rank 0 log ['program']" in rank_lines(out, 0), out
+    assert result.returncode == 0, out

@@ -178,6 +178,10 @@ def sending_lines(sent: Broadcast) -> tuple[str, ...]:
             f"{sent.command} not sent to {ranks}, not at a prompt ({why})"
             for ranks, why in by_words(sent.skipped.items())
         ),
+        *(
+            f"{sent.command} not sent to {ranks}: {why}; !{sent.command} sends anyway"
+            for ranks, why in by_words(sent.held.items())
+        ),
         *sent.cleared_lines(),
     )
 
@@ -212,6 +216,7 @@ async def send(
         from ddptui.core.commands.until import release
 
         await release(session, line.targets)
+        session.lockstep.unhold(line.targets)  # and resumes a rank whose evaluation still runs
     result = await session.broadcast(line.text, line.targets, on_sent)
     waiting = ((a.rank, a.state.describe()) for a in result.replies if a.state.phase is Phase.WAITING)
     notes = [f"{ranks} {where}" for ranks, where in by_words(waiting)]
@@ -220,7 +225,12 @@ async def send(
 
 
 async def evaluate(session: Session, expr: str, targets: Iterable[int] | None = None) -> dict[int, Answer]:
-    """EXPR evaluated by every targeted live rank: its summary, or why there is none."""
+    """EXPR evaluated by every targeted live rank: its summary, or why there is none.
+
+    A rank stops an evaluation at `EVAL_TIMEOUT` where it can; where it cannot, the evaluation
+    still runs, and the rank's resume is held until it ends (`Lockstep.hold`): the program must
+    not run beside it.
+    """
     answers: dict[int, Answer] = {}
     paused = []
     for rank in session.live(targets):
@@ -228,11 +238,21 @@ async def evaluate(session: Session, expr: str, targets: Iterable[int] | None = 
             paused.append(rank.index)
         else:
             answers[rank.index] = f"not at a prompt ({rank.state.describe()})"
+    asked = {index: session.ranks[index].paused_count for index in paused}
+    lockstep = session.lockstep
     for index, reply in (await session.ask(Eval(expr), paused, EVAL_TIMEOUT)).items():
-        if isinstance(reply, RequestError):
-            answers[index] = str(reply) if reply.by_rank else f"no answer: {reply}"
-        else:
+        if not isinstance(reply, RequestError):
             answers[index] = reply
+            lockstep.unhold([index])
+        elif not reply.by_rank:
+            answers[index] = f"no answer: {reply}"
+        elif str(reply).startswith(f"{Eval.STILL_RUNNING} after"):
+            lockstep.hold(index, f"its evaluation of {expr} still runs", asked[index])
+            answers[index] = f"{reply}; its n, c, ... wait until it ends"
+        else:
+            answers[index] = text = str(reply)
+            if not text.startswith(Eval.STILL_RUNNING):  # an earlier one still runs: still held
+                lockstep.unhold([index])
     return dict(sorted(answers.items()))
 
 
