@@ -256,6 +256,11 @@ async def evaluate(session: Session, expr: str, targets: Iterable[int] | None = 
     return dict(sorted(answers.items()))
 
 
+def overran(answer: Answer) -> bool:
+    """True for an answer that took the whole time a rank has: stopped, still running, or none."""
+    return isinstance(answer, str) and answer.startswith((Eval.STOPPED, Eval.STILL_RUNNING, "no answer"))
+
+
 async def comparison(session: Session, expr: str, tol: float | None = None) -> Comparison:
     """`:compare`'s table for one expression over the default targets."""
     return compare(await evaluate(session, expr), tol)
@@ -286,11 +291,12 @@ async def _compare(ctx: Context, arg: str) -> Result:
 
 @command("watch", usage=":watch [EXPR]", help="compare EXPR across ranks after every step (no EXPR: list)")
 async def _watch(ctx: Context, arg: str) -> Result:
-    """Add a watch and show it now."""
+    """Add a watch (or evaluate a halted one again) and show it now."""
     if not arg:
         return Result(tuple(ctx.watches) or ("no watches",))
     if arg not in ctx.watches:
         ctx.watches.append(arg)
+    ctx.halted_watches.pop(arg, None)
     return watch_result(await watch_tables(ctx))
 
 
@@ -299,8 +305,10 @@ async def _unwatch(ctx: Context, arg: str) -> Result:
     """Drop one watch or all of them."""
     if arg == "all":
         ctx.watches.clear()
+        ctx.halted_watches.clear()
     elif arg in ctx.watches:
         ctx.watches.remove(arg)
+        ctx.halted_watches.pop(arg, None)
     else:
         return Result((f"not watched: {arg}",), error=True)
     done = "no watches" if not ctx.watches else f"unwatched {arg}"
@@ -312,8 +320,24 @@ EMPTY = Comparison((), "no watches")
 
 
 async def watch_tables(ctx: Context) -> list[tuple[str, Comparison]]:
-    """Every watch compared across the default targets."""
-    return [(f"watch {expr}", await comparison(ctx.session, expr)) for expr in ctx.watches]
+    """Every watch compared across the default targets.
+
+    A watch that took a rank's whole time is halted: evaluated again after every step, it would
+    cost every step that time again. `:watch EXPR` evaluates it again.
+    """
+    tables = []
+    for expr in ctx.watches:
+        halted = ctx.halted_watches.get(expr)
+        if halted is None:
+            answers = await evaluate(ctx.session, expr)
+            table = compare(answers)
+            late = [index for index, answer in answers.items() if overran(answer)]
+            if late:
+                ctx.halted_watches[expr] = f"it took {EVAL_TIMEOUT:g} s on {name_ranks(late)}"
+        else:
+            table = Comparison((), f"not evaluated since {halted} (:watch {expr} evaluates it again)")
+        tables.append((f"watch {expr}", table))
+    return tables
 
 
 def watch_result(tables: list[tuple[str, Comparison]]) -> Result:
