@@ -31,13 +31,15 @@ def on_main_thread(run: Callable[[], object], timeout: float) -> Reply:
     def handle(request: Request) -> Reply:
         return Reply(request.id, True, run())
 
-    job = evaluation.Evaluation(request, handle)
     replies: list[Reply] = []
-    waiter = threading.Thread(target=lambda: replies.append(job.bounded()))
+    job = evaluation.Evaluation(request, handle, replies.append)
+    waiter = threading.Thread(target=job.bounded)
     waiter.start()
     job.on_main_thread()
     waiter.join()
-    return replies[0]
+    time.sleep(0.01)  # nothing more comes
+    (reply,) = replies  # exactly one
+    return reply
 
 
 def test_an_evaluation_that_ends_in_time_answers_its_value() -> None:

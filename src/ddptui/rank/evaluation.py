@@ -39,6 +39,8 @@ prompt a moment before the main thread waits at it)."""
 
 Handle = Callable[[Request], Reply]
 """What answers a request (`ddptui.rank.requests.handle`): never raises an `Exception`."""
+Send = Callable[[Reply], None]
+"""Sends the reply to the core (the link's `send`)."""
 SigintHandler = Callable[[int, types.FrameType | None], Any] | int | signal.Handlers | None
 """What `signal.getsignal` returns (None: a handler C code set)."""
 
@@ -54,16 +56,18 @@ _late: Evaluation | None = None
 """The evaluation the core was told still runs, until it ends."""
 
 
-def answer(request: Request, handle: Handle) -> Reply:
-    """Answer an `eval` request by its timeout: its value or error, `stopped after`, or `still running`."""
+def answer(request: Request, handle: Handle, send: Send) -> None:
+    """Answer an `eval` request through `send`, once, by its timeout: its value or error, `stopped
+    after`, or `still running` (on the request's thread, which waits until then)."""
     with _lock:
         late = _late
     if late is not None:
-        return late.busy(request.id)
-    evaluation = Evaluation(request, handle)
+        send(late.busy(request.id))
+        return
+    evaluation = Evaluation(request, handle, send)
     if not _hand_over(evaluation.on_main_thread):
         threading.Thread(target=evaluation.on_thread, name="ddptui-eval", daemon=True).start()
-    return evaluation.bounded()
+    evaluation.bounded()
 
 
 def _hand_over(work: Callable[[], None]) -> bool:
@@ -71,28 +75,29 @@ def _hand_over(work: Callable[[], None]) -> bool:
     line_input = sys.modules.get("ddptui.rank.line_input")
     if line_input is None:  # no plain prompt was ever made
         return False
-    deadline = time.monotonic() + PROMPT_REACH
-    pause = 0.0001
-    while not line_input.hand_over(work):
-        pdb = debugger.active
-        if pdb is None or not isinstance(pdb.stdin, line_input.PromptInput) or time.monotonic() > deadline:
-            return False
-        time.sleep(pause)
-        pause = min(pause * 2, 0.005)
-    return True
+    pdb = debugger.active
+    open_prompt = pdb is not None and isinstance(pdb.stdin, line_input.PromptInput)
+    return bool(line_input.hand_over(work, PROMPT_REACH if open_prompt else 0.0))
 
 
 class Evaluation:
     """One `eval` request being answered, and where it stands: `queued` (handed over, not begun),
-    `running`, `stopping` (the stop was sent) or `done`."""
+    `running`, `stopping` (the stop was sent) or `done`.
 
-    def __init__(self, request: Request, handle: Handle) -> None:
+    The thread that runs it sends the reply when it ends in time (no wake-up of the request's
+    thread on the way: the main thread's answer goes out at once); the request's thread sends it
+    when the timeout comes first. `_replied` says which did, under `_lock`.
+    """
+
+    def __init__(self, request: Request, handle: Handle, send: Send) -> None:
         self.request = request
         self._handle = handle
+        self._send = send
         self.state = "queued"
-        self.reply: Reply | None = None
         self.ended = threading.Event()
+        """Set once it ended (its reply sent, unless the core was told it still runs)."""
         self.started = time.monotonic()
+        self._replied = False
         self._told_running = False
         """The core was told it still runs: it holds the rank's resume until `paused` again."""
         self._stoppable = False
@@ -102,33 +107,34 @@ class Evaluation:
         self._stop_taken = False
 
     # -- the request's thread ---------------------------------------------------------------------
-    def bounded(self) -> Reply:
-        """Wait for the reply until the timeout; then stop the evaluation where it can be stopped,
-        and say what became of it."""
+    def bounded(self) -> None:
+        """Wait until the timeout; then stop the evaluation where it can be stopped, and if it
+        does not end, say what became of it."""
         global _late
         timeout = max(self.request.timeout, 0.01)
         if self.ended.wait(timeout):
-            return self._reply()
+            return
+        withdrawn = None
         with _lock:
             if self.state == "queued":  # the main thread never came to it (an earlier one runs?)
-                self.state = "done"
-                if _late is not None:
-                    return _late.busy(self.request.id)
-                return self._error(
-                    f"{Eval.STOPPED} after {timeout:g} s, before it began (the prompt never took it)"
-                )
-            if self.state == "running" and self._stoppable:
+                self.state, self._replied = "done", True
+                never = f"{Eval.STOPPED} after {timeout:g} s, before it began (the prompt never took it)"
+                withdrawn = _late.busy(self.request.id) if _late is not None else self._error(never)
+            elif self.state == "running" and self._stoppable:
                 self.state = "stopping"
                 signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+        if withdrawn is not None:
+            self._send(withdrawn)
+            return
         if self.ended.wait(STOP_GRACE):
-            return self._reply()
+            return
         with _lock:
-            if self.reply is not None:
-                return self.reply
-            self._told_running = True
+            if self._replied:
+                return
+            self._replied = self._told_running = True
             _late = self
         why = "C code that takes no stop" if self._stoppable else "on a ddptui thread: no plain prompt waited"
-        return self._error(f"{Eval.STILL_RUNNING} after {timeout:g} s ({why})")
+        self._send(self._error(f"{Eval.STILL_RUNNING} after {timeout:g} s ({why})"))
 
     def busy(self, request_id: int) -> Reply:
         """The reply to another request while this evaluation still runs: not evaluated."""
@@ -136,11 +142,6 @@ class Evaluation:
         age = time.monotonic() - self.started
         why = f"{Eval.STILL_RUNNING}: the one asked {age:.0f} s ago, so not evaluated ({expr})"
         return Reply(request_id, False, error=why)
-
-    def _reply(self) -> Reply:
-        """The reply, once `ended` is set."""
-        assert self.reply is not None
-        return self.reply
 
     def _error(self, text: str) -> Reply:
         """An error reply to this request."""
@@ -219,13 +220,16 @@ class Evaluation:
         signal.signal(signal.SIGINT, previous)
 
     def _end(self, reply: Reply) -> None:
-        """Keep the reply; if the core was told it still runs, tell it the prompt is free again."""
+        """Send the reply, unless the core was told it still runs: then tell it the prompt is
+        free again."""
         global _late
         with _lock:
-            self.reply = reply
+            mine, self._replied = not self._replied, True
             told = self._told_running
             if _late is self:
                 _late = None
+        if mine:
+            self._send(reply)
         self.ended.set()
         if told:
             _free_again()

@@ -39,6 +39,8 @@ _reading = ""
 at a plain prompt), "switching" or "editing"."""
 _work: list[Callable[[], None]] = []
 """Work handed to the main thread at its plain prompt (`hand_over`), run before the next read."""
+_arrivals: list[threading.Event] = []
+"""`hand_over` calls waiting for the main thread to come to its plain read."""
 _answers: list[threading.Event] = []
 """`edit` requests waiting for the open plain prompt to become a readline prompt (or to end)."""
 _wake_read, _wake_write = os.pipe()
@@ -72,21 +74,37 @@ def edit() -> bool:
         return _reading == "editing"
 
 
-def hand_over(work: Callable[[], None]) -> bool:
+def hand_over(work: Callable[[], None], wait: float = 0.0) -> bool:
     """Have the main thread call `work` (which must not raise) at the plain prompt it waits at.
 
-    False, and nothing handed over, when it does not wait at one right now: it runs the program
-    or a command, or reads through readline. Handed over, `work` runs before the prompt reads
-    another command (after the work handed over before it): a command already typed (`c`)
-    waits until `work` returns.
+    False, and nothing handed over, when it does not wait at one now or within `wait` seconds
+    (a prompt the core saw open can be a moment from its read): it runs the program or a
+    command, or reads through readline. Handed over, `work` runs before the prompt reads another
+    command (after the work handed over before it): a command already typed (`c`) waits until
+    `work` returns.
     """
+    arrived = threading.Event()
     with _lock:
-        if _reading not in ("plain", "working"):
+        if _take(work):
+            return True
+        if not wait:
             return False
-        _work.append(work)
-        with contextlib.suppress(BlockingIOError):  # a full pipe wakes the prompt all the same
-            os.write(_wake_write, b".")
-        return True
+        _arrivals.append(arrived)
+    arrived.wait(wait)
+    with _lock:
+        if arrived in _arrivals:
+            _arrivals.remove(arrived)
+        return _take(work)
+
+
+def _take(work: Callable[[], None]) -> bool:
+    """Queue `work` for the main thread and wake it, if it reads plainly (`_lock` held)."""
+    if _reading not in ("plain", "working"):
+        return False
+    _work.append(work)
+    with contextlib.suppress(BlockingIOError):  # a full pipe wakes the prompt all the same
+        os.write(_wake_write, b".")
+    return True
 
 
 class PromptInput:
@@ -129,6 +147,10 @@ class PromptInput:
                     break
                 else:
                     _reading = "plain"
+                    if _arrivals:  # nearly never: work waits for this read
+                        for arrived in _arrivals:
+                            arrived.set()
+                        _arrivals.clear()
             if work:
                 for each in work:
                     each()

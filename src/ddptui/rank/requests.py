@@ -73,7 +73,7 @@ def answer_later(request: Request, send: Callable[[Message], None]) -> None:
 def _answer(request: Request, send: Callable[[Message], None]) -> None:
     """Run the handler on a worker thread; reply with its result or say it timed out."""
     if request.kind == Eval.KIND:  # bounded, and stopped at its timeout where it can be
-        send(evaluation.answer(request, handle))
+        evaluation.answer(request, handle, send)
         return
     result: list[Reply] = []
     worker = threading.Thread(
