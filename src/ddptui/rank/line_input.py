@@ -161,8 +161,15 @@ class PromptInput:
                 _now_reading("")
                 raise
             if ready[0][0] == self._fd or len(ready) > 1:  # the terminal has input (the pipe may too)
-                if not _now_reading("", unless_work=True):
-                    continue  # work handed over meanwhile runs first: `hand_over` takes the same lock
+                with _lock:  # (as `_now_reading("")`, inline: once a step)
+                    if _work:
+                        continue  # work handed over meanwhile runs first: `hand_over` takes this lock
+                    _reading = ""
+                    answers = _answers[:] if _answers else None
+                    _answers.clear()
+                if answers:
+                    for answered in answers:
+                        answered.set()
                 self.typed = False
                 return self._plain()
             os.read(_wake_read, 512)  # still reading: the loop's top runs the work or switches to readline
@@ -189,7 +196,9 @@ class PromptInput:
             if not self._lines:  # part of a character: the rest comes with the line's end
                 return self._plain()
             line = self._lines.pop(0)
-        readline = sys.modules.get("readline") if self.history else None
+        if not self.history:
+            return line
+        readline = sys.modules.get("readline")
         command = line.rstrip("\r\n")
         if readline is not None and command and not command.isspace():
             length = readline.get_current_history_length()
@@ -226,18 +235,14 @@ def _editing() -> None:
     _now_reading("editing")
 
 
-def _now_reading(what: str, unless_work: bool = False) -> bool:
-    """Say what the main thread does now, and answer the `edit` requests that wait for it;
-    `unless_work`: not while work handed over waits (False)."""
+def _now_reading(what: str) -> None:
+    """Say what the main thread does now, and answer the `edit` requests that wait for it."""
     global _reading
     with _lock:
-        if unless_work and _work:
-            return False
         _reading = what
         if not _answers:  # nearly always: no `edit` waits
-            return True
+            return
         answers = _answers[:]
         _answers.clear()
     for answered in answers:
         answered.set()
-    return True
