@@ -100,10 +100,13 @@ class Evaluation:
         self._replied = False
         self._told_running = False
         """The core was told it still runs: it holds the rank's resume until `paused` again."""
+        self._on_main = False
+        """Running on the main thread."""
         self._stoppable = False
         """Running on the main thread with `_interrupt` as its SIGINT handler."""
         self._armed = False
         """`_interrupt` raises `Stopped` (once, while the request's handler runs)."""
+        self._stop_sent = False
         self._stop_taken = False
 
     # -- the request's thread ---------------------------------------------------------------------
@@ -121,7 +124,7 @@ class Evaluation:
                 never = f"{Eval.STOPPED} after {timeout:g} s, before it began (the prompt never took it)"
                 withdrawn = _late.busy(self.request.id) if _late is not None else self._error(never)
             elif self.state == "running" and self._stoppable:
-                self.state = "stopping"
+                self.state, self._stop_sent = "stopping", True
                 signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
         if withdrawn is not None:
             self._send(withdrawn)
@@ -133,8 +136,15 @@ class Evaluation:
                 return
             self._replied = self._told_running = True
             _late = self
-        why = "C code that takes no stop" if self._stoppable else "on a ddptui thread: no plain prompt waited"
-        self._send(self._error(f"{Eval.STILL_RUNNING} after {timeout:g} s ({why})"))
+        self._send(self._error(f"{Eval.STILL_RUNNING} after {timeout:g} s ({self._unstopped()})"))
+
+    def _unstopped(self) -> str:
+        """Why a stop did not end it."""
+        if self._stoppable:
+            return "C code that takes no stop"
+        if self._on_main:
+            return "SIGINT has a handler of C code: no stop sent"
+        return "on a ddptui thread: no plain prompt waited"
 
     def busy(self, request_id: int) -> Reply:
         """The reply to another request while this evaluation still runs: not evaluated."""
@@ -157,7 +167,7 @@ class Evaluation:
         with _lock:
             withdrawn = self.state != "queued"  # `bounded` gave up before the main thread came
             if not withdrawn:
-                self.state, self._stoppable = "running", stoppable
+                self.state, self._on_main, self._stoppable = "running", True, stoppable
         reply = None
         try:
             if not withdrawn:
@@ -195,7 +205,8 @@ class Evaluation:
 
     def _interrupt(self, signum: int, frame: types.FrameType | None) -> None:
         """SIGINT while this evaluation has the main thread: stop it (once); never raise after."""
-        self._stop_taken = True
+        if self._stop_sent:  # (not a Ctrl-C before it)
+            self._stop_taken = True
         if self._armed:
             self._armed = False
             raise Stopped
