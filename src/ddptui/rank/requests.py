@@ -21,7 +21,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from ddptui.rank import ddp, debugger, evaluation, timeouts, until
+from ddptui.rank import ddp, debugger, timeouts, until
 from ddptui.rank.asks import (
     Ask,
     CollectiveRecord,
@@ -47,6 +47,7 @@ from ddptui.rank.asks import (
     UntilRelease,
     kind_of,
 )
+from ddptui.rank.evaluation import answer as answer_eval
 from ddptui.rank.protocol import (
     PLAIN_INPUT_ENV,
     PLAIN_UNTIL_EDITED,
@@ -73,7 +74,7 @@ def answer_later(request: Request, send: Callable[[Message], None]) -> None:
 def _answer(request: Request, send: Callable[[Message], None]) -> None:
     """Run the handler on a worker thread; reply with its result or say it timed out."""
     if request.kind == Eval.KIND:  # bounded, and stopped at its timeout where it can be
-        evaluation.answer(request, handle, send)
+        answer_eval(request, handle, send)
         return
     result: list[Reply] = []
     worker = threading.Thread(
