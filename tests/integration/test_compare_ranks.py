@@ -152,18 +152,22 @@ def test_an_evaluation_stopped_at_its_time_does_not_run_on(ddptui: Runner) -> No
     assert result.returncode == 0, result.stdout
 
 
-THREADS = ':compare len(__import__("threading").enumerate())'
+THREADS = (
+    ':compare min(len(__import__("threading").enumerate()) for _ in range(8) '
+    'if not __import__("time").sleep(0.05))'
+)
+"""A rank's threads, the fewest over 0.4 s: the requests the core makes after a step come and go."""
 CLOCK = ':compare __import__("time").monotonic()'
 HANGS = '__import__("time").sleep(60)'
 
 
 def test_a_hanging_watch_neither_slows_later_steps_nor_leaks_threads(ddptui: Runner) -> None:
-    commands = [THREADS, f":watch {HANGS}", CLOCK, "n", THREADS, "n", "n", "n", THREADS]
-    commands += [f"{CLOCK} + 0", ":unwatch all", THREADS, "c"]
+    commands = [THREADS, f":watch {HANGS}", CLOCK, "n", "n", f"{CLOCK} + 0", THREADS, "n", "n", THREADS]
+    commands += [":unwatch all", THREADS, "c"]
     result = ddptui.batch(SCRIPTS / "evaluations.py", "\n".join(commands) + "\n", nproc=2)
     out = result.stdout
     before, after = numbers(out, CLOCK), numbers(out, f"{CLOCK} + 0")
-    assert max(after[rank] - before[rank] for rank in (0, 1)) < 4, (before, after)  # 4 steps, not 4 x 5 s
+    assert max(after[rank] - before[rank] for rank in (0, 1)) < 4, (before, after)  # 2 steps, not 2 x 5 s
     counts = out.split(f"(ddptui) {THREADS}\n")[1:]
     assert len(counts) == 4 and len({block(f"(ddptui) {THREADS}\n{c}", THREADS)[1] for c in counts}) == 1, out
     assert block(out, f":watch {HANGS}") == [
