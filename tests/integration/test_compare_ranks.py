@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import SCRIPTS, Runner, rank_lines
+from conftest import SCRIPTS, Runner, rank_lines, tagged_ranks
 
 
 def block(stdout: str, command: str) -> list[str]:
@@ -125,3 +125,75 @@ def test_compare_of_a_pending_collective_describes_it_and_the_job_lives(ddptui: 
     assert "[ranks 0-1] 'AsyncCollectiveTensor'" in result.stdout
     assert "rank 0: exited 0" in result.stdout and "rank 1: exited 0" in result.stdout
     assert result.returncode == 0, result.stdout
+
+
+def numbers(stdout: str, command: str) -> dict[int, float]:
+    """Each rank's number in a `:compare` table of one command (its rows `rank 0 │ 1.5`)."""
+    found: dict[int, float] = {}
+    for line in block(stdout, command)[1:]:
+        label, sep, value = line[2:].partition(" │ ")
+        if sep and label.strip() != "by rank":
+            for rank in tagged_ranks(f"[{label.strip()}]"):
+                found[rank] = float(value)
+    return found
+
+
+SLEEP_THEN_CHANGE = ':compare __import__("time").sleep(6) or log.append("eval")'
+
+
+def test_an_evaluation_stopped_at_its_time_does_not_run_on(ddptui: Runner) -> None:
+    commands = f"{SLEEP_THEN_CHANGE}\nc\n"
+    result = ddptui.run(
+        "--nproc-per-node", "2", "--batch", "-", str(SCRIPTS / "evaluations.py"), "3", stdin=commands
+    )
+    for rank in (0, 1):  # not `['program', 'eval']`: nothing appended after the program resumed
+        assert f"rank {rank} log ['program']" in rank_lines(result.stdout, rank), result.stdout
+    assert block(result.stdout, SLEEP_THEN_CHANGE) == ["2 errors", "  ranks 0-1 │ raised stopped after 5 s"]
+    assert result.returncode == 0, result.stdout
+
+
+THREADS = (
+    ':compare min(len(__import__("threading").enumerate()) for _ in range(8) '
+    'if not __import__("time").sleep(0.05))'
+)
+"""A rank's threads, the fewest over 0.4 s: the requests the core makes after a step come and go."""
+CLOCK = ':compare __import__("time").monotonic()'
+HANGS = '__import__("time").sleep(60)'
+
+
+def test_a_hanging_watch_neither_slows_later_steps_nor_leaks_threads(ddptui: Runner) -> None:
+    commands = [THREADS, f":watch {HANGS}", CLOCK, "n", "n", f"{CLOCK} + 0", THREADS, "n", "n", THREADS]
+    commands += [":unwatch all", THREADS, "c"]
+    result = ddptui.batch(SCRIPTS / "evaluations.py", "\n".join(commands) + "\n", nproc=2)
+    out = result.stdout
+    before, after = numbers(out, CLOCK), numbers(out, f"{CLOCK} + 0")
+    assert max(after[rank] - before[rank] for rank in (0, 1)) < 4, (before, after)  # 2 steps, not 2 x 5 s
+    counts = out.split(f"(ddptui) {THREADS}\n")[1:]
+    assert len(counts) == 4 and len({block(f"(ddptui) {THREADS}\n{c}", THREADS)[1] for c in counts}) == 1, out
+    assert block(out, f":watch {HANGS}") == [
+        f"watch {HANGS}: 2 errors",
+        "  ranks 0-1 │ raised stopped after 5 s",
+    ]
+    halted = (
+        f"watch {HANGS}: not evaluated since it took 5 s on ranks 0-1 (:watch {HANGS} evaluates it again)"
+    )
+    assert block(out, "n") == [halted], out
+    assert result.returncode == 0, out
+
+
+HELD = ':compare __import__("os").system("sleep 8") or log.append("eval")'
+
+
+def test_an_evaluation_that_cannot_be_stopped_holds_the_ranks_resume_until_it_ends(ddptui: Runner) -> None:
+    commands = [":ranks 1", HELD, ":compare step", "c", ":ranks 0", 'p __import__("time").sleep(4)']
+    commands += [":ranks all", "c"]
+    result = ddptui.batch(SCRIPTS / "evaluations.py", "\n".join(commands) + "\n", nproc=2, stall=10)
+    out = result.stdout
+    assert "rank 1 log ['eval', 'program']" in rank_lines(out, 1), out  # it ended, then the program went on
+    said = "raised still running after 5 s (C code that takes no stop); its n, c, ... wait until it ends"
+    assert block(out, HELD) == ["1 error", f"  rank 1  │ {said}"], out
+    assert block(out, ":compare step")[1].startswith("  rank 1  │ raised still running: the one asked"), out
+    expr = HELD.removeprefix(":compare ")
+    assert block(out, "c")[0] == f"c not sent to rank 1: its evaluation of {expr} still runs; !c sends anyway"
+    assert "rank 0 log ['program']" in rank_lines(out, 0), out
+    assert result.returncode == 0, out

@@ -71,3 +71,24 @@ def test_a_dataloader_workers_error_is_the_one_named(ddptui: Runner) -> None:
         "(tests/scripts/dataloader_crash.py:17)  ← root cause"
     ), result.stdout
     assert states[0].endswith("(consequence of rank 1)"), result.stdout
+
+
+def test_a_rank_waiting_for_a_crashed_peer_is_its_consequence(ddptui: Runner) -> None:
+    result = ddptui.batch(SCRIPTS / "crash_before_reduce.py", "p 1\n", nproc=2)
+    states = summary(result.stdout)
+    assert states[1].endswith("  ← root cause"), result.stdout
+    assert states[0] == (
+        "waiting at tests/scripts/crash_before_reduce.py:11 in all_reduce (ended by ddptui)"
+        "  (consequence of rank 1)"
+    ), result.stdout
+
+
+def test_a_rank_waiting_for_a_peer_that_exited_early_is_its_consequence(ddptui: Runner) -> None:
+    result = ddptui.batch(SCRIPTS / "exits_before_reduce.py", "p 1\n", nproc=2)
+    assert "early exit: rank 1 exited 0, but rank 0 waits in" in result.stdout, result.stdout
+    states = summary(result.stdout)
+    assert states[1] == "exited 0  ← root cause", result.stdout
+    assert states[0] == (
+        "waiting at tests/scripts/exits_before_reduce.py:22 in all_reduce (ended by ddptui)"
+        "  (consequence of rank 1)"
+    ), result.stdout

@@ -12,6 +12,7 @@ import sys
 import threading
 from pathlib import Path
 
+import psutil
 import pytest
 from conftest import ROOT, SCRIPTS, Runner, rank_lines, summary, until, wait_for
 
@@ -139,6 +140,43 @@ def test_a_connection_without_the_token_gets_nothing_and_is_logged(ddptui: Runne
     assert status == 0, out
     assert re.search(r"ddptui: refused a connection from 127\.0\.0\.1:\d+: wrong token", out), out
     assert "42" in rank_lines(out, 0)  # the real rank, with the token, is debugged as usual
+    assert summary(out) == {0: "exited 0"}
+
+
+def test_a_flood_of_strangers_and_a_full_fd_table_are_said_in_a_few_lines(ddptui: Runner) -> None:
+    """200 peers with a wrong token are 3 lines and a count; accepts that fail for want of file
+    descriptors are one line, no traceback, and the listener accepts the real rank afterwards."""
+    listener = Listener(ddptui, "c\n", "--world-size", "1")
+    export = listener.export()
+    found = LINE.search(export)
+    assert found is not None
+    address = (found.group("host"), int(found.group("port")))
+    hello = Hello(protocol.VERSION, "0" * 32, Identity(0, 0, 1, "evil", 1)).encode()
+    for _ in range(200):
+        with socket.create_connection(address, timeout=10) as intruder:
+            intruder.sendall(hello)
+            with contextlib.suppress(ConnectionResetError):
+                intruder.recv(1)  # until the listener hung up
+    process = psutil.Process(listener.proc.pid)
+    limits = process.rlimit(psutil.RLIMIT_NOFILE)
+    process.rlimit(psutil.RLIMIT_NOFILE, (process.num_fds() + 2, limits[1]))
+    held = [socket.create_connection(address, timeout=10) for _ in range(20)]  # more than it may open
+    wait_for(lambda: process.num_fds() >= process.rlimit(psutil.RLIMIT_NOFILE)[0], timeout=5)
+    for sock in held:
+        sock.close()
+    process.rlimit(psutil.RLIMIT_NOFILE, limits)
+    rank = in_job(ddptui, export, sys.executable, str(SCRIPTS / "steps.py"), env=ALONE)
+    status, out = listener.finish()
+    rank.communicate(timeout=30)
+    assert status == 0, out
+    assert "Traceback" not in out, out
+    assert len(re.findall("refused a connection from", out)) == 3, out
+    counted = re.findall(r"ddptui: (\d+) more connections refused in the last 10 s", out)
+    assert sum(map(int, counted)) >= 197, out  # the held ones may be refused too
+    shortage = [line for line in out.splitlines() if "cannot accept connections" in line]
+    assert shortage == [
+        "ddptui: cannot accept connections: Too many open files (EMFILE); retrying every second"
+    ], out
     assert summary(out) == {0: "exited 0"}
 
 

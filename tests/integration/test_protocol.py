@@ -90,11 +90,34 @@ async def test_an_expression_that_raises_or_hangs_gets_an_error_reply(tmp_path: 
     async with running_session(SCRIPTS / "states.py", "prompt", str(tmp_path / "go"), nproc=1) as session:
         await reach(session, "prompt")
         assert await refused(session, Eval("1 / 0")) == "ZeroDivisionError: division by zero"
-        assert "no answer within 0.5 s" in await refused(session, Eval("__import__('time').sleep(30)"), 0.5)
+        assert await refused(session, Eval("__import__('time').sleep(30)"), 0.5) == "stopped after 0.5 s"
         assert "no frame 99" in await refused(session, Eval("rank", frame=99))
         # the rank is still at its prompt and answers
         assert (await ask(session, Eval("rank")))[0]["repr"] == "0"
         assert session.ranks[0].state.phase is Phase.PAUSED
+
+
+def ddptui_threads(threads: tuple[ThreadStack, ...]) -> int:
+    """How many of a `stack` reply's threads are ddptui's own."""
+    return sum(thread.ddptui for thread in threads)
+
+
+async def test_an_evaluation_on_a_running_rank_is_answered_now_and_said_to_run_on(tmp_path: Path) -> None:
+    flag = tmp_path / "go"
+    async with running_session(SCRIPTS / "states.py", "busy", str(flag), nproc=1) as session:
+        await reach(session, "busy")
+        start = asyncio.get_running_loop().time()  # the program never comes to a prompt: not queued for one
+        assert (await ask(session, Eval("secret")))[0]["repr"] == "'rank 0 secret'"
+        assert asyncio.get_running_loop().time() - start < 2
+        threads = ddptui_threads((await ask(session, Stack()))[0])
+        hangs = Eval("__import__('time').sleep(30)")
+        said = "still running after 0.5 s (on a ddptui thread: no plain prompt waited)"
+        assert await refused(session, hangs, 0.5) == said
+        for _ in range(3):  # one evaluation at a time: no thread more for each
+            assert (await refused(session, hangs, 0.5)).startswith("still running: the one asked")
+        assert (await refused(session, Eval("secret"))).startswith("still running: the one asked")
+        assert ddptui_threads((await ask(session, Stack()))[0]) <= threads + 1  # the one still running
+        flag.touch()
 
 
 async def test_huge_values_come_back_summarised_and_cut() -> None:

@@ -20,6 +20,7 @@ import pytest
 from conftest import SCRIPTS, wait_for
 
 from ddptui.core.session.session import Session
+from ddptui.core.session.watchdog import PUMP_RESUMED, PUMP_STOPPED
 from ddptui.core.transport import home_cpu, launch
 from ddptui.core.transport.launch import LaunchSpec
 from ddptui.core.transport.local import EXIT_FLUSH, LocalJob, LocalRank
@@ -261,6 +262,28 @@ async def test_session_flood_through_the_pump_arrives_whole_and_in_order() -> No
     finally:
         await session.close()
     assert not pump.is_running() or pump.status() == psutil.STATUS_ZOMBIE
+
+
+async def test_a_stopped_pump_is_named_once_and_its_resumption_too() -> None:
+    """Ranks printing behind a stopped pump block where they print: the session says why."""
+    session = await pumped_session(SCRIPTS / "flood.py", "100000")
+    assert session.resources.job is not None and session.resources.job.pump is not None
+    pump = session.resources.job.pump.process
+    try:
+        pump.send_signal(signal.SIGSTOP)
+        step = asyncio.ensure_future(session.broadcast("c"))
+        assert await session.wait_until(lambda: PUMP_STOPPED in session.notices, 10), session.notices
+        assert PUMP_STOPPED.startswith("output stalled: ddptui's pty pump is stopped")
+        await asyncio.sleep(1)
+        assert session.notices.count(PUMP_STOPPED) == 1 and PUMP_RESUMED not in session.notices
+        pump.send_signal(signal.SIGCONT)
+        assert await session.wait_until(lambda: PUMP_RESUMED in session.notices, 10), session.notices
+        await asyncio.wait_for(step, 120)
+        assert all(rank.state.at_prompt for rank in session.ranks)
+        assert session.notices.count(PUMP_STOPPED) == 1 and session.notices.count(PUMP_RESUMED) == 1
+    finally:
+        pump.send_signal(signal.SIGCONT)
+        await session.close()
 
 
 async def test_session_hostile_bytes_through_the_pump() -> None:

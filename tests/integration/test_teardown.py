@@ -87,6 +87,18 @@ def test_signal_ends_ranks_in_pdb_and_their_children(ddptui: Runner, sig: signal
         assert "rank 1: paused at tests/scripts/children.py:20 (ended by ddptui)" in out
 
 
+@pytest.mark.parametrize("how", ["quit", "SIGTERM", "SIGKILL"])
+def test_ranks_ended_leave_no_multiprocessing_folder_in_tmpdir(ddptui: Runner, how: str) -> None:
+    """A rank killed never runs the finalizer that removes multiprocessing's `pymp-*` folder."""
+    started = Started(ddptui, str(SCRIPTS / "mp_tempdir.py"), ready_lines=2)
+    assert "tempdir made: True" in "".join(started.seen)
+    if how == "quit":
+        started.output(":quit\n")
+    else:
+        started.proc.send_signal(getattr(signal, how))
+    assert_all_gone(ddptui, started.proc)
+
+
 def test_a_second_signal_during_teardown_does_not_cut_it_short(ddptui: Runner) -> None:
     """`timeout` signals ddptui and then its process group: the second SIGTERM came while the
     first one's teardown waited for ranks to end, and cancelled it (no summary was printed)."""

@@ -10,6 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from ddptui.core.diagnosis.collective_verdict import Verdict
 from ddptui.core.diagnosis.rootcause import ROOT, Failure, tags
 from ddptui.core.diagnosis.verdicts import VerdictWatch
 from ddptui.core.model.output import OutputLog
@@ -117,6 +118,15 @@ def test_the_rank_that_passed_the_odd_shape_is_the_root_cause_and_the_aborted_on
         1: "(consequence of rank 3)",
     }
     assert tags(failures) == {2: ROOT, 3: "(consequence of rank 2)", 1: "(consequence of rank 2)"}
+
+
+def test_a_rank_still_waiting_for_the_root_cause_is_its_consequence() -> None:
+    crashed = RankState().crashed(Crash("ValueError", "rank 1 broke", None))
+    hang = Verdict("hang", "rank 1 is missing", "0", 2, frozenset({1}), waiting=frozenset({0}))
+    failures = [Failure(1, 1.0, crashed)]
+    assert tags(failures, [hang], waiting=[0]) == {1: ROOT, 0: "(consequence of rank 1)"}
+    assert tags(failures, [hang]) == {}, "a rank no longer waiting is not said to wait for it"
+    assert tags(failures, [hang], waiting=[2]) == {}
 
 
 def test_a_consequence_found_after_its_root_was_said_gets_a_line_of_its_own() -> None:

@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Callable
 from typing import IO, Any
 
-from ddptui.rank import collectives, debugger, fatal, spawns, timeouts, topology
+from ddptui.rank import collectives, debugger, fatal, spawns, tempdirs, timeouts, topology
 from ddptui.rank.link import link
 from ddptui.rank.protocol import (
     STATE_DIR_ENV,
@@ -147,6 +147,7 @@ def run(argv: list[str]) -> int:
     state_dir = os.environ.get(STATE_DIR_ENV)
     if state_dir:
         fatal.install(os.path.join(state_dir, f"fatal-{rank}.txt"))
+        tempdirs.record_in(state_dir)
     collectives.install_wrappers_on_import()
     timeouts.install_on_import()
     topology.track_meshes()

@@ -143,9 +143,16 @@ class Editing:
 
 @dataclass(frozen=True)
 class Eval(Ask[Summary]):
-    """An expression, in the current frame or in stack frame `frame` (as `where` numbers it)."""
+    """An expression, in the current frame or in stack frame `frame` (as `where` numbers it).
+
+    An evaluation that reaches the request's timeout is stopped where it can be (an error reply
+    beginning `STOPPED`); one that cannot be is said to be still running (`STILL_RUNNING`), and
+    the rank evaluates nothing else until it ends (`ddptui.rank.evaluation`).
+    """
 
     KIND: ClassVar[str] = "eval"
+    STOPPED: ClassVar[str] = "stopped"
+    STILL_RUNNING: ClassVar[str] = "still running"
     expr: str
     frame: int | None = None
 

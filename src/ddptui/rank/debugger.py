@@ -153,12 +153,12 @@ class RankPdb(_ORIGINAL_PDB):
         if how == "1":
             self.use_rawinput = False  # `cmd.Cmd`'s switch: self.stdin.readline(), not input()
             self._ddptui_types = self.stdin is sys.stdin
-        elif how == PLAIN_UNTIL_EDITED:
+        if how in ("1", PLAIN_UNTIL_EDITED):  # a prompt that can be handed an `eval` (`line_input`)
             from ddptui.rank.line_input import PromptInput
 
             stream = getattr(self.stdin, "stream", self.stdin)  # `debug` hands its PromptInput on
             if stream is sys.stdin and reads_terminal(stream):
-                self.stdin = PromptInput(stream, self)  # type: ignore[assignment]  # cmd.Cmd calls readline() only
+                self.stdin = PromptInput(stream, self, history=how != "1")  # type: ignore[assignment]  # cmd.Cmd calls readline() only
                 self.use_rawinput = False
                 self._ddptui_types = True
         if not self.use_rawinput:  # cmd.Cmd writes the prompt to self.stdout and flushes it
@@ -401,19 +401,25 @@ class RankPdb(_ORIGINAL_PDB):
 
     do_cl = do_clear
 
+    def still_paused(self) -> None:
+        """Say `paused` again, on the link, from any thread: the prompt is still open, free again
+        (an evaluation ddptui stopped waiting for has ended, so the core may resume the rank)."""
+        self._report_paused(on_link=True)
+
     def do_interact(self, arg: str) -> None:
         """`interact` is a prompt too (Python's): the rank stays `paused` while it is open."""
         self._report_paused()
         _ORIGINAL_PDB.do_interact(self, arg)
 
-    def _report_paused(self) -> None:
-        """Send where this rank's prompt is open, and how deep in the shown stack."""
+    def _report_paused(self, on_link: bool = False) -> None:
+        """Send where this rank's prompt is open, and how deep in the shown stack (`on_link`: on
+        the link only, never in the terminal)."""
         frame = self.curframe
         if frame is None:
             return
         code = frame.f_code
         line = paused_line(code.co_filename, frame.f_lineno, code.co_name, self.post_mortem, self.curindex)
-        if self.post_mortem:  # on the link, in order after the `exception` event it follows
+        if self.post_mortem or on_link:  # post-mortem: in order after the `exception` event it follows
             link.send_line(line)
             return
         held = self.stdout if isinstance(self.stdout, HeldOutput) and self.stdout.holding else None

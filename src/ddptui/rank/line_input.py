@@ -7,6 +7,9 @@ So the core asks for it (the `edit` request) before it forwards the first key ty
 a plain read in progress is woken and becomes a readline prompt, drawn over the one on screen,
 and the core is answered once readline has the terminal. One prompt at a time: the next command
 is read plainly again unless the core asks again.
+
+The same wake-up hands the main thread work while it waits at a plain prompt (`hand_over`): an
+`eval` request runs there, where a signal can stop it, as pdb's own `p` would run.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import re
 import select
 import sys
 import threading
+from collections.abc import Callable
 from typing import IO
 
 EDIT_WAIT = 1.0
@@ -31,7 +35,12 @@ when many ranks share few cores)."""
 _wanted = False
 """The core asked for line editing, for the prompt that is open or the next one."""
 _reading = ""
-"""What the main thread does: "" (not reading a command), "plain", "switching" or "editing"."""
+"""What the main thread does: "" (not reading a command), "plain", "working" (work handed over
+at a plain prompt), "switching" or "editing"."""
+_work: list[Callable[[], None]] = []
+"""Work handed to the main thread at its plain prompt (`hand_over`), run before the next read."""
+_arrivals: list[threading.Event] = []
+"""`hand_over` calls waiting for the main thread to come to its plain read."""
 _answers: list[threading.Event] = []
 """`edit` requests waiting for the open plain prompt to become a readline prompt (or to end)."""
 _wake_read, _wake_write = os.pipe()
@@ -54,7 +63,7 @@ def edit() -> bool:
         _wanted = True
         with contextlib.suppress(BlockingIOError):  # a full pipe wakes the prompt all the same
             os.write(_wake_write, b".")
-        waits = _reading in ("plain", "switching")
+        waits = _reading in ("plain", "working", "switching")
         if waits:
             _answers.append(answered)
     if waits:
@@ -65,13 +74,48 @@ def edit() -> bool:
         return _reading == "editing"
 
 
+def hand_over(work: Callable[[], None], wait: float = 0.0) -> bool:
+    """Have the main thread call `work` (which must not raise) at the plain prompt it waits at.
+
+    False, and nothing handed over, when it does not wait at one now or within `wait` seconds
+    (a prompt the core saw open can be a moment from its read): it runs the program or a
+    command, or reads through readline. Handed over, `work` runs before the prompt reads another
+    command (after the work handed over before it): a command already typed (`c`) waits until
+    `work` returns.
+    """
+    arrived = threading.Event()
+    with _lock:
+        if _take(work):
+            return True
+        if not wait:
+            return False
+        _arrivals.append(arrived)
+    arrived.wait(wait)
+    with _lock:
+        if arrived in _arrivals:
+            _arrivals.remove(arrived)
+        return _take(work)
+
+
+def _take(work: Callable[[], None]) -> bool:
+    """Queue `work` for the main thread and wake it, if it reads plainly (`_lock` held)."""
+    if _reading not in ("plain", "working"):
+        return False
+    _work.append(work)
+    with contextlib.suppress(BlockingIOError):  # a full pipe wakes the prompt all the same
+        os.write(_wake_write, b".")
+    return True
+
+
 class PromptInput:
     """pdb's `stdin` (`readline()` is all `cmd.Cmd` calls) while ddptui may type into the rank."""
 
-    def __init__(self, stream: IO[str], debugger: cmd.Cmd) -> None:
+    def __init__(self, stream: IO[str], debugger: cmd.Cmd, history: bool = True) -> None:
         """Read `stream` (the terminal) for `debugger`, whose prompt and completer a readline
-        prompt uses."""
+        prompt uses; `history`: keep the commands read plainly in readline's history (for Up in
+        a pane: not where only ddptui types)."""
         self.stream = stream
+        self.history = history
         self.debugger = debugger
         self._fd = stream.fileno()
         self._decoder = codecs.getincrementaldecoder(getattr(stream, "encoding", None) or "utf-8")("replace")
@@ -92,21 +136,43 @@ class PromptInput:
         if self._lines:
             return self._lines.pop(0)
         while True:
+            work = None
             with _lock:
-                if _wanted:
+                if _work:
+                    work = _work[:]
+                    _work.clear()
+                    _reading = "working"
+                elif _wanted:
                     _wanted, _reading = False, "switching"
                     break
-                _reading = "plain"
+                else:
+                    _reading = "plain"
+                    if _arrivals:  # nearly never: work waits for this read
+                        for arrived in _arrivals:
+                            arrived.set()
+                        _arrivals.clear()
+            if work:
+                for each in work:
+                    each()
+                continue
             try:
                 ready = self._ready.poll()
             except BaseException:  # Ctrl-C: pdb's KeyboardInterrupt
                 _now_reading("")
                 raise
             if ready[0][0] == self._fd or len(ready) > 1:  # the terminal has input (the pipe may too)
-                _now_reading("")
+                with _lock:  # (as `_now_reading("")`, inline: once a step)
+                    if _work:
+                        continue  # work handed over meanwhile runs first: `hand_over` takes this lock
+                    _reading = ""
+                    answers = _answers[:] if _answers else None
+                    _answers.clear()
+                if answers:
+                    for answered in answers:
+                        answered.set()
                 self.typed = False
                 return self._plain()
-            os.read(_wake_read, 512)  # still reading: the loop's top switches to readline
+            os.read(_wake_read, 512)  # still reading: the loop's top runs the work or switches to readline
         self.typed = True
         try:
             return self._edited()
@@ -130,6 +196,8 @@ class PromptInput:
             if not self._lines:  # part of a character: the rest comes with the line's end
                 return self._plain()
             line = self._lines.pop(0)
+        if not self.history:
+            return line
         readline = sys.modules.get("readline")
         command = line.rstrip("\r\n")
         if readline is not None and command and not command.isspace():

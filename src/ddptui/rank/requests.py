@@ -1,9 +1,11 @@
 """How a rank answers the core's requests (declared in `ddptui.rank.asks`), on ddptui threads.
 
 Every request runs on a worker thread of its own and is answered within its timeout: a request
-that cannot finish (an expression that loops, a lock held by the blocked main thread) gets an error
-reply and its worker is left behind as a daemon. Nothing here blocks or kills the rank; only
-`interrupt` signals it, its own main thread, as Ctrl-C would. `HANDLERS` pairs every declared kind
+that cannot finish (a lock held by the blocked main thread) gets an error reply and its worker is
+left behind as a daemon. An `eval` is the exception (`ddptui.rank.evaluation`): at a plain prompt
+it runs on the main thread and is stopped at its timeout, and one that cannot be stopped is said to
+be still running, never left behind unsaid. Nothing here blocks or kills the rank; only `interrupt`
+signals it, its own main thread, as Ctrl-C would. `HANDLERS` pairs every declared kind
 with the function that answers it; the link hands requests in through `answer_later`, registered
 when the rank connects.
 """
@@ -48,6 +50,7 @@ from ddptui.rank.asks import (
     UntilRelease,
     kind_of,
 )
+from ddptui.rank.evaluation import answer as answer_eval
 from ddptui.rank.protocol import (
     PLAIN_INPUT_ENV,
     PLAIN_UNTIL_EDITED,
@@ -73,6 +76,9 @@ def answer_later(request: Request, send: Callable[[Message], None]) -> None:
 
 def _answer(request: Request, send: Callable[[Message], None]) -> None:
     """Run the handler on a worker thread; reply with its result or say it timed out."""
+    if request.kind == Eval.KIND:  # bounded, and stopped at its timeout where it can be
+        answer_eval(request, handle, send)
+        return
     result: list[Reply] = []
     worker = threading.Thread(
         target=lambda: result.append(handle(request)), name="ddptui-worker", daemon=True

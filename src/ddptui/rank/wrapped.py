@@ -24,7 +24,7 @@ import threading
 import types
 from typing import Any
 
-from ddptui.rank import collectives, debugger, fatal, spawns, timeouts, topology
+from ddptui.rank import collectives, debugger, fatal, spawns, tempdirs, timeouts, topology
 from ddptui.rank.hooks import C10D, when_imported
 from ddptui.rank.link import link
 from ddptui.rank.protocol import RANK_ENV, SOCKET_ENV, STATE_DIR_ENV, Exited, Identity
@@ -106,6 +106,7 @@ def _install_rank_side(rank: int) -> None:
         route_stack_dumps(rank)
     if state_dir:
         fatal.install(os.path.join(state_dir, f"fatal-{rank}.txt"))
+        tempdirs.record_in(state_dir)
     sys.excepthook = excepthook
     if not getattr(sys.exit, "__ddptui__", False):
         sys.exit = _recording_exit(sys.exit)

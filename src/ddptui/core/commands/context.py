@@ -18,6 +18,8 @@ class Context:
     findings: Findings
     watches: list[str] = field(default_factory=list)
     """Expressions compared across ranks after every step (`:watch`)."""
+    halted_watches: dict[str, str] = field(default_factory=dict)
+    """Watches evaluated no more after steps, each with why: it ran past its time on a rank."""
     last_compare: Comparison | None = None
     """The last `:compare` table (rank groups can be made from its rows)."""
 

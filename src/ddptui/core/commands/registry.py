@@ -189,6 +189,10 @@ def sending_lines(sent: Broadcast) -> tuple[str, ...]:
             f"{sent.command} not sent to {ranks}, not at a prompt ({why})"
             for ranks, why in by_words(sent.skipped.items())
         ),
+        *(
+            f"{sent.command} not sent to {ranks}: {why}; !{sent.command} sends anyway"
+            for ranks, why in by_words(sent.held.items())
+        ),
         *sent.cleared_lines(),
     )
 
@@ -223,6 +227,7 @@ async def send(
         from ddptui.core.commands.until import release
 
         await release(session, line.targets)
+        session.lockstep.unhold(line.targets)  # and resumes a rank whose evaluation still runs
     result = await session.broadcast(line.text, line.targets, on_sent)
     waiting = ((a.rank, a.state.describe()) for a in result.replies if a.state.phase is Phase.WAITING)
     notes = [f"{ranks} {where}" for ranks, where in by_words(waiting)]
@@ -231,7 +236,12 @@ async def send(
 
 
 async def evaluate(session: Session, expr: str, targets: Iterable[int] | None = None) -> dict[int, Answer]:
-    """EXPR evaluated by every targeted live rank: its summary, or why there is none."""
+    """EXPR evaluated by every targeted live rank: its summary, or why there is none.
+
+    A rank stops an evaluation at `EVAL_TIMEOUT` where it can; where it cannot, the evaluation
+    still runs, and the rank's resume is held until it ends (`Lockstep.hold`): the program must
+    not run beside it.
+    """
     answers: dict[int, Answer] = {}
     paused = []
     for rank in session.live(targets):
@@ -239,12 +249,27 @@ async def evaluate(session: Session, expr: str, targets: Iterable[int] | None = 
             paused.append(rank.index)
         else:
             answers[rank.index] = f"not at a prompt ({rank.state.describe()})"
+    asked = {index: session.ranks[index].paused_count for index in paused}
+    lockstep = session.lockstep
     for index, reply in (await session.ask(Eval(expr), paused, EVAL_TIMEOUT)).items():
-        if isinstance(reply, RequestError):
-            answers[index] = str(reply) if reply.by_rank else f"no answer: {reply}"
-        else:
+        if not isinstance(reply, RequestError):
             answers[index] = reply
+            lockstep.unhold([index])
+        elif not reply.by_rank:
+            answers[index] = f"no answer: {reply}"
+        elif str(reply).startswith(f"{Eval.STILL_RUNNING} after"):
+            lockstep.hold(index, f"its evaluation of {expr} still runs", asked[index])
+            answers[index] = f"{reply}; its n, c, ... wait until it ends"
+        else:
+            answers[index] = text = str(reply)
+            if not text.startswith(Eval.STILL_RUNNING):  # an earlier one still runs: still held
+                lockstep.unhold([index])
     return dict(sorted(answers.items()))
+
+
+def overran(answer: Answer) -> bool:
+    """True for an answer that took the whole time a rank has: stopped, still running, or none."""
+    return isinstance(answer, str) and answer.startswith((Eval.STOPPED, Eval.STILL_RUNNING, "no answer"))
 
 
 async def comparison(session: Session, expr: str, tol: float | None = None) -> Comparison:
@@ -277,11 +302,12 @@ async def _compare(ctx: Context, arg: str) -> Result:
 
 @command("watch", usage=":watch [EXPR]", help="compare EXPR across ranks after every step (no EXPR: list)")
 async def _watch(ctx: Context, arg: str) -> Result:
-    """Add a watch and show it now."""
+    """Add a watch (or evaluate a halted one again) and show it now."""
     if not arg:
         return Result(tuple(ctx.watches) or ("no watches",))
     if arg not in ctx.watches:
         ctx.watches.append(arg)
+    ctx.halted_watches.pop(arg, None)
     return watch_result(await watch_tables(ctx))
 
 
@@ -290,8 +316,10 @@ async def _unwatch(ctx: Context, arg: str) -> Result:
     """Drop one watch or all of them."""
     if arg == "all":
         ctx.watches.clear()
+        ctx.halted_watches.clear()
     elif arg in ctx.watches:
         ctx.watches.remove(arg)
+        ctx.halted_watches.pop(arg, None)
     else:
         return Result((f"not watched: {arg}",), error=True)
     done = "no watches" if not ctx.watches else f"unwatched {arg}"
@@ -303,8 +331,24 @@ EMPTY = Comparison((), "no watches")
 
 
 async def watch_tables(ctx: Context) -> list[tuple[str, Comparison]]:
-    """Every watch compared across the default targets."""
-    return [(f"watch {expr}", await comparison(ctx.session, expr)) for expr in ctx.watches]
+    """Every watch compared across the default targets.
+
+    A watch that took a rank's whole time is halted: evaluated again after every step, it would
+    cost every step that time again. `:watch EXPR` evaluates it again.
+    """
+    tables = []
+    for expr in ctx.watches:
+        halted = ctx.halted_watches.get(expr)
+        if halted is None:
+            answers = await evaluate(ctx.session, expr)
+            table = compare(answers)
+            late = [index for index, answer in answers.items() if overran(answer)]
+            if late:
+                ctx.halted_watches[expr] = f"it took {EVAL_TIMEOUT:g} s on {name_ranks(late)}"
+        else:
+            table = Comparison((), f"not evaluated since {halted} (:watch {expr} evaluates it again)")
+        tables.append((f"watch {expr}", table))
+    return tables
 
 
 def watch_result(tables: list[tuple[str, Comparison]]) -> Result:

@@ -69,6 +69,8 @@ class Verdict:
     """The ranks at fault: missing from the collective, or passing what the others did not."""
     victims: frozenset[int] = frozenset()
     """Ranks whose own failure this verdict explains (a peer gloo aborted)."""
+    waiting: frozenset[int] = frozenset()
+    """Ranks waiting in the collective for the suspects: their hang is the suspects' doing."""
     about: str = ""
     """The collective, `group [2,3] #2 all_reduce [2] float32 (train.py:11)`."""
     link: str = ""

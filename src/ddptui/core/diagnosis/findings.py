@@ -83,7 +83,8 @@ class Findings:
         """
         ranks = self.session.ranks
         failures = [Failure(r.index, r.failed_at, r.state) for r in ranks if r.failed_at is not None]
-        marks = tags(failures, self.verdicts.found)
+        waiting = [r.index for r in ranks if r.failed_at is None and r.state.phase is WAITING]
+        marks = tags(failures, self.verdicts.found, waiting)
         first = [r for r in ranks if marks.get(r.index) == ROOT]
         groups: list[tuple[list[int], str, str | None]] = []
         shared: dict[tuple[str, str | None], list[int]] = {}

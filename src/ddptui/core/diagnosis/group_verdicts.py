@@ -108,12 +108,23 @@ class GroupCheck:
             verb = verb.replace("wait in", "waits in") if len(inside) == 1 else verb
             gone = "; ".join(self._grouped(missing, self._exit_phrase))
             text = f"{gone}, but {name_ranks(inside)} {verb} {what}"
-            return Verdict("early exit", text, self.pg, seq, frozenset(missing), about=what, link=link)
+            return Verdict(
+                "early exit",
+                text,
+                self.pg,
+                seq,
+                frozenset(missing),
+                waiting=frozenset(waiting),
+                about=what,
+                link=link,
+            )
         are = "is" if len(missing) == 1 else "are"
         text = f"{name_ranks(missing)} {are} missing from {what}; " + "; ".join(
             self._grouped(missing, self._phrase)
         )
-        return Verdict("hang", text, self.pg, seq, frozenset(missing), about=what, link=link)
+        return Verdict(
+            "hang", text, self.pg, seq, frozenset(missing), waiting=frozenset(waiting), about=what, link=link
+        )
 
     def _link(
         self, seq: int, record: Record, inside: list[int], waiting: list[int], missing: list[int]

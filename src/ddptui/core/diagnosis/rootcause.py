@@ -7,7 +7,9 @@ timeout, a launcher's SIGTERM) is a consequence, and so is the failure of a rank
 another caused (the peer gloo aborted for a mismatch); the root cause is the earliest failure that
 is not one — or, when every failure is a consequence, the rank a verdict names: one that exited 0
 early while its peers waited in a collective it never entered (`early exit`), or one whose shape
-made gloo abort a peer (a `mismatch` with victims).
+made gloo abort a peer (a `mismatch` with victims). A rank still waiting at the end in a
+collective the root cause never reached (a `hang` or `early exit` verdict's `waiting`) is its
+consequence too, though it never failed.
 """
 
 from __future__ import annotations
@@ -87,21 +89,34 @@ def one_bug(failures: Sequence[Failure], verdicts: Iterable[Verdict] = ()) -> bo
     return len(causes) == 1 and len(own) > 1
 
 
-def tags(failures: Sequence[Failure], verdicts: Iterable[Verdict] = ()) -> dict[int, str]:
+def waiting_for(verdicts: Iterable[Verdict], root: int) -> frozenset[int]:
+    """Ranks a verdict found waiting in a collective `root` never reached."""
+    return frozenset(rank for v in verdicts if root in v.suspects for rank in v.waiting)
+
+
+def tags(
+    failures: Sequence[Failure], verdicts: Iterable[Verdict] = (), waiting: Iterable[int] = ()
+) -> dict[int, str]:
     """`← root cause` for the root cause, `(consequence of rank R)` for the failures it explains.
 
-    Nothing is tagged when only one rank failed and nothing else is implicated: the crash line
-    says it all.
+    `waiting`: ranks still waiting at the end; one a verdict found waiting for the root cause is
+    its consequence too. Nothing is tagged when only one rank failed and nothing else is
+    implicated: the crash line says it all.
     """
     verdicts = list(verdicts)
     if one_bug(failures, verdicts):
         return {}
     root = root_cause(failures, verdicts)
-    if root is None or (len(failures) == 1 and failures[0].rank == root):
+    if root is None:
+        return {}
+    stuck = waiting_for(verdicts, root) & set(waiting)
+    if len(failures) == 1 and failures[0].rank == root and not stuck:
         return {}
     marks = {root: ROOT}
     caused = victims(verdicts)
     for failure in failures:
         if failure.rank != root and (failure.consequence or failure.rank in caused):
             marks[failure.rank] = f"(consequence of rank {root})"
+    for rank in stuck - {root}:
+        marks.setdefault(rank, f"(consequence of rank {root})")
     return marks

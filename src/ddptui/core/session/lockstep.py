@@ -67,6 +67,8 @@ class Broadcast:
     """Targeted ranks that were not at a prompt, with their state in words."""
     cleared: dict[int, str] = field(default_factory=dict)
     """Ranks whose pane held a half-typed line, emptied before the command: what it read."""
+    held: dict[int, str] = field(default_factory=dict)
+    """Targeted ranks at a prompt whose resume is held (`Lockstep.hold`), with why."""
 
     def cleared_lines(self) -> list[str]:
         """A line for each rank whose half-typed line was emptied to send the command."""
@@ -102,6 +104,8 @@ class Lockstep:
         self.on_step: list[Callable[[], None]] = []
         """Called after each execution command (`n`, `s`, `c`, ...) once every rank is back: a
         mismatched collective shows at the step that issued it."""
+        self._holds: dict[int, tuple[int, str]] = {}
+        """Ranks whose resume is held, each with its `paused` count when held and why."""
 
     @property
     def outstanding(self) -> frozenset[int]:
@@ -146,12 +150,15 @@ class Lockstep:
             if not session.all_settled(ranks):  # nearly always settled: no waiter made
                 await session.wait_until(lambda: session.all_settled(ranks))
             result = Broadcast(command)
+            executes = command.split()[0] in EXECUTION_COMMANDS
             ready: list[Rank] = []
             for rank in ranks:
-                if rank.state.phase is PAUSED:
-                    ready.append(rank)
-                else:
+                if rank.state.phase is not PAUSED:
                     result.skipped[rank.index] = rank.state.describe()
+                elif executes and self._holds and (why := self.held(rank)):
+                    result.held[rank.index] = why
+                else:
+                    ready.append(rank)
             start = {r.index: (r.output.end, r.paused_count) for r in ready}
             self.command = command
             line = command.encode() + b"\r"
@@ -172,7 +179,7 @@ class Lockstep:
             finally:
                 self._out, self._all_back, self.command = set(), None, ""
             result.replies = [Answer(r.index, r.output.since(start[r.index][0]), r.state) for r in ready]
-            if command.split()[0] in EXECUTION_COMMANDS:
+            if executes:
                 if session.watched:  # after a step, nearly always none: every rank is back at a prompt
                     await session.replace_waiting()
                 for hook in self.on_step:
@@ -180,6 +187,27 @@ class Lockstep:
             return result
         finally:
             turns.done()
+
+    def hold(self, index: int, why: str, paused_count: int) -> None:
+        """Send rank `index` no command that resumes it (`n`, `c`, ...) until it says `paused`
+        again (once more than `paused_count` times: its count when ddptui asked), leaves its
+        prompt, or `unhold`: something ddptui asked of it still runs there."""
+        self._holds[index] = (paused_count, why)
+
+    def unhold(self, targets: Iterable[int] | None = None) -> None:
+        """Lift the hold on the targeted ranks (`!c`: the user sends anyway; or what held them ended)."""
+        if not self._holds:  # nearly always: asked after every evaluation
+            return
+        for rank in self._session.live(targets):
+            self._holds.pop(rank.index, None)
+
+    def held(self, rank: Rank) -> str:
+        """Why the rank's resume is held; empty when it is not (any more)."""
+        count, why = self._holds.get(rank.index, (0, ""))
+        if why and (rank.paused_count > count or rank.state.phase is not PAUSED):
+            del self._holds[rank.index]
+            return ""
+        return why
 
     def look(self) -> None:
         """The watchdog's tick: look again at every rank the broadcast in flight waits for."""

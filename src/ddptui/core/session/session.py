@@ -75,7 +75,7 @@ class Session:
         self._mark_key = b""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._changed: list[asyncio.Future[None]] = []
-        self._watchdog = Watchdog(self.ranks, self.resources, self._tick, spec.stall_timeout, TICK)
+        self._watchdog = Watchdog(self.ranks, self.resources, self._tick, spec.stall_timeout, TICK, self.log)
         """Marks stalled ranks waiting; once it runs, it wakes every waiter once a tick."""
         self.arrivals = Arrivals(self)
         """Wrap and listen mode: the job's own launcher, and the ranks that connect."""

@@ -16,6 +16,7 @@ from ddptui.core.session import wrap
 from ddptui.core.session.rank import Rank
 from ddptui.core.session.reports import keep_reports
 from ddptui.core.session.resources import Resources
+from ddptui.core.transport.ending import remove_tempdirs
 from ddptui.core.transport.interface import RequestError
 from ddptui.core.transport.launch import LaunchSpec
 from ddptui.core.transport.logs import SessionLog
@@ -117,6 +118,7 @@ def _release(session: Ending) -> None:
         held.job.release()
         held.job = None
     if held.dir:
+        remove_tempdirs(held.dir)  # the ranks are gone: their pymp-* folders are not in use
         shutil.rmtree(held.dir, ignore_errors=True)
     if held.log is not None:
         held.log.close()

@@ -19,6 +19,10 @@ from ddptui.core.transport.linked import LinkedRank
 
 ADOPT_EVERY = 1.0
 """Seconds between looks for orphans of the ranks' trees that ddptui took in (see `LocalJob.adopt`)."""
+PUMP_STOPPED = "output stalled: ddptui's pty pump is stopped (SIGCONT it to go on)"
+"""Said once when the pump stops draining the ranks' terminals: their ranks block where they print."""
+PUMP_RESUMED = "output flows again: ddptui's pty pump runs"
+"""Said once when a stopped pump runs again."""
 
 
 class Watchdog:
@@ -31,9 +35,10 @@ class Watchdog:
         wake: Callable[[], None],
         stall_timeout: float,
         tick: float,
+        say: Callable[[str], None],
     ) -> None:
         """`ranks` is the session's own list (ranks that arrive later are in it); `wake` wakes the
-        session's waiters and its broadcast in flight."""
+        session's waiters and its broadcast in flight; `say` tells the user (a stopped pump)."""
         self._ranks = ranks
         self._resources = resources
         self._wake = wake
@@ -43,6 +48,8 @@ class Watchdog:
         """True while the watchdog runs: it wakes every waiter once a tick."""
         self.active: set[int] = set()
         """Ranks starting, running or waiting: the ones the watchdog looks at (none while all pause)."""
+        self._say = say
+        self._pump_stopped = False
 
     async def run(self) -> None:
         """Mark stalled ranks waiting (see `StallWatch`); a waiting rank using CPU runs again."""
@@ -64,6 +71,7 @@ class Watchdog:
                         rank.resumed()
                     for rank in self.stalls.unmeasured(active):
                         resources.spawn(self.stalls.measure(rank))
+                self._check_pump()
                 for rank in active:
                     if self.stalls.due(rank, now):
                         resources.spawn(self.stalls.mark_waiting(rank))
@@ -72,6 +80,16 @@ class Watchdog:
         finally:
             self.ticking = False
             self._wake()  # a broadcast waiting on the ticks keeps time on its own now
+
+    def _check_pump(self) -> None:
+        """Say once when the pty pump is stopped and once when it runs again: its ranks look
+        waiting where they print, and nothing else would say why."""
+        job = self._resources.job
+        pump = job.pump if job is not None else None
+        stopped = pump is not None and pump.alive and pump.stopped()
+        if stopped != self._pump_stopped:
+            self._pump_stopped = stopped
+            self._say(PUMP_STOPPED if stopped else PUMP_RESUMED)
 
     async def _scan(self) -> None:
         """Sample the process table on a thread (never on the loop); meanwhile the waiters keep

@@ -17,6 +17,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from ddptui.core.transport.refusals import AcceptErrors, Refusals
 from ddptui.rank import protocol
 from ddptui.rank.asks import Ask
 from ddptui.rank.protocol import Hello, Message, ProtocolError, Reply, Request
@@ -62,6 +63,8 @@ class Connection(asyncio.BufferedProtocol):
                 host, port = transport.get_extra_info("peername")[:2]
                 self.peer = f"{host}:{port}"
         self._server.connections.add(self)
+        if self._server.accept_errors is not None:
+            self._server.accept_errors.accepted()
         self._timer = asyncio.get_running_loop().call_later(HELLO_TIMEOUT, self._no_hello)
 
     def get_buffer(self, sizehint: int) -> memoryview:
@@ -162,7 +165,7 @@ class Connection(asyncio.BufferedProtocol):
 
     def _refuse(self, why: str) -> None:
         """Close an unauthenticated connection and log the attempt."""
-        self._server.log(f"refused a connection from {self.peer}: {why}")
+        self._server.refusals.refused(f"refused a connection from {self.peer}: {why}")
         self.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -220,6 +223,10 @@ class ChannelServer:
         self.connections: set[Connection] = set()
         self._server: asyncio.AbstractServer | None = None
         self._tcp: asyncio.AbstractServer | None = None
+        self.refusals = Refusals(log)
+        """Unauthenticated peers, said a few at a time (a flood is one count)."""
+        self.accept_errors: AcceptErrors | None = None
+        """A full descriptor table said once per episode, while the server listens."""
 
     async def start(self) -> None:
         """Listen on the socket path, readable and writable by this user only."""
@@ -230,12 +237,19 @@ class ChannelServer:
         finally:
             os.umask(old)
         os.chmod(self.path, 0o600)
+        self._watch_accepts(loop)
+
+    def _watch_accepts(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Say a full descriptor table in one line, not a traceback per failed accept (once)."""
+        if self.accept_errors is None:
+            self.accept_errors = AcceptErrors(loop, self.log)
 
     async def listen_tcp(self, host: str, port: int) -> tuple[str, int]:
         """Also accept ranks over TCP on `host`:`port` (`ddptui listen`); returns the address bound."""
         loop = asyncio.get_running_loop()
         server = await loop.create_server(lambda: Connection(self), host, port, reuse_address=True)
         self._tcp = server
+        self._watch_accepts(loop)
         bound = server.sockets[0].getsockname()
         return str(bound[0]), int(bound[1])
 
@@ -257,3 +271,6 @@ class ChannelServer:
             connection.close()
         for server in servers:
             await server.wait_closed()
+        self.refusals.flush()
+        if self.accept_errors is not None:
+            self.accept_errors.close()

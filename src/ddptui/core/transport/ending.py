@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
+import stat
 import time
 from collections.abc import Callable, Iterable
 
 import psutil
 
+from ddptui.rank import tempdirs
 from ddptui.rank.protocol import STATE_DIR_ENV
 
 
@@ -79,3 +82,29 @@ def kill_all(find: Callable[[], list[psutil.Process]], deadline: float = 3.0) ->
             return
         signal_all(victims, signal.SIGKILL)
         time.sleep(0.02)
+
+
+def remove_tempdirs(state_dir: str) -> None:
+    """Remove the multiprocessing folders (`pymp-*`) the session's ranks listed as made.
+
+    Only what a rank listed right after `mkdtemp` made it (so the folder is provably its own),
+    named `pymp-*`, a real folder and this user's: a rank ended by a signal never removes its own.
+    """
+    with contextlib.suppress(OSError):
+        for name in os.listdir(state_dir):
+            if name.startswith(tempdirs.LISTING):
+                with open(os.path.join(state_dir, name)) as listing:
+                    for path in listing.read().splitlines():
+                        _remove_tempdir(path)
+
+
+def _remove_tempdir(path: str) -> None:
+    """Remove one listed folder if it still looks like the one the rank made."""
+    with contextlib.suppress(OSError):
+        held = os.lstat(path)
+        if (
+            os.path.basename(path).startswith("pymp-")
+            and stat.S_ISDIR(held.st_mode)
+            and held.st_uid == os.getuid()
+        ):
+            shutil.rmtree(path, ignore_errors=True)

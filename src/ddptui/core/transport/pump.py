@@ -323,6 +323,19 @@ class Pump:
         self._loop = asyncio.get_running_loop()
         self._loop.add_reader(self._control, self._woken)
 
+    def stopped(self) -> bool:
+        """True while the pump process is stopped (SIGSTOP, ^Z, a debugger): no pty is drained.
+
+        Its ranks then block on a full terminal and look idle where they print; this is how
+        ddptui can say why (one read of /proc, cheap enough for every tick).
+        """
+        try:
+            with open(f"/proc/{self.process.pid}/stat", "rb") as stat:
+                state = stat.read().rpartition(b")")[2].split()[:1]
+        except OSError:
+            return False
+        return state in ([b"T"], [b"t"])
+
     def add(self, fd: int, take: Callable[[], bool], gone: Callable[[], None]) -> tuple[int, Ring]:
         """Hand the pump a pty; `take` runs on every wake-up (and says whether its ring still
         holds bytes), `gone` if the pump dies."""

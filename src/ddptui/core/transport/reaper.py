@@ -4,7 +4,8 @@
 START_TIME` line per rank to its stdin. When stdin reaches EOF (ddptui exited, however), it ends
 the session's processes — the listed ranks still alive with the same start time, their
 descendants, and every process carrying STATE_DIR in its environment (a double-forked escapee
-went to init when ddptui died) — then removes STATE_DIR. Nothing else is ever signalled.
+went to init when ddptui died) — then removes the `pymp-*` folders the ranks listed and
+STATE_DIR. Nothing else is ever signalled.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sys
 
 import psutil
 
-from ddptui.core.transport.ending import kill_all, session_processes
+from ddptui.core.transport.ending import kill_all, remove_tempdirs, session_processes
 
 
 def rank_process(line: str) -> psutil.Process | None:
@@ -36,6 +37,7 @@ def main() -> None:
     state_dir = sys.argv[1]
     ranks = [p for p in map(rank_process, sys.stdin) if p is not None]
     kill_all(lambda: session_processes(ranks, state_dir, everyone=True))
+    remove_tempdirs(state_dir)
     shutil.rmtree(state_dir, ignore_errors=True)
 
 
