@@ -62,11 +62,11 @@ def test_crash_opens_post_mortem_and_names_innermost_error(ddptui: Runner) -> No
     where = "\n".join(rank_lines(result.stdout.split("(ddptui) @1 w\n")[1], 1))
     assert "name_error.py(14)<module>()" in where and "runpy" not in where and "ddptui" not in where
     states = summary(result.stdout)
-    assert (
-        states[1]
-        == "crashed NameError: name 'c' is not defined (examples/name_error.py:14) (ended by ddptui)"
+    crash = "crashed NameError: name 'c' is not defined (examples/name_error.py:14)"
+    assert states[1] == f"{crash} (ended by ddptui)  ← root cause"
+    assert states[0] == (  # waiting in the all_reduce rank 1 never reached
+        "waiting at examples/name_error.py:15 in all_reduce (ended by ddptui)  (consequence of rank 1)"
     )
-    assert states[0] == "waiting at examples/name_error.py:15 in all_reduce (ended by ddptui)"
 
 
 def test_subset_targeting_and_default_targets(ddptui: Runner) -> None:

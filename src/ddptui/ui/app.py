@@ -190,7 +190,7 @@ class DdptuiApp(App[int]):
     def on_crash_takes_keys(self, event: messages.CrashTakesKeys) -> None:
         """A rank crashed while the keys were free: they go to its post-mortem (as F6)."""
         if not self._quitting:
-            self.action_focus_rank(0, crashed=True)
+            self.pane_grid.focus_rank(event.rank)
 
     def on_crashes_said(self, event: messages.CrashesSaid) -> None:
         """Ranks crashed while the keys were in use: the command log says which, and how."""

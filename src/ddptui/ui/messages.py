@@ -9,8 +9,11 @@ from textual.message import Message
 
 @dataclass
 class CrashTakesKeys(Message):
-    """A rank crashed while no line was being typed elsewhere: the app gives the keys to the
-    first crashed rank's post-mortem, as F6 would."""
+    """A rank crashed while no line was being typed elsewhere: the app gives the keys to its
+    post-mortem (the first crash of a burst; the others are said in one line)."""
+
+    rank: int
+    """The rank whose post-mortem gets the keys."""
 
 
 @dataclass

@@ -84,7 +84,7 @@ class RankStates:
             self._crash_burst = True
             self._set_timer(CRASH_NOTE_WAIT, self._say_crashes)
             if keys_free:
-                self._post(messages.CrashTakesKeys())
+                self._post(messages.CrashTakesKeys(rank))
                 return
         self._crash_notes.append((rank, state.describe()))
 
