@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ddptui.rank import p2p
+from ddptui.rank import op_records, p2p
 from ddptui.rank.flight_recorder import flight_recorder_on, from_flight_recorder, tail
 from ddptui.rank.hooks import C10D, when_imported
 from ddptui.rank.op_records import RING, caller_site, dtype_name, group_name
@@ -104,25 +104,17 @@ def install_wrappers(module: Any = None) -> bool:
     if c10d is None:
         return False
     p2p.install(c10d)
-    package = sys.modules.get("torch.distributed")
     for name, param in OPS.items():
         original = getattr(c10d, name, None)
         if original is None or name in _originals or name in P2P_OPS:
             continue
-        wrapper = _wrap(name, original, param)
-        _originals[name] = original
-        setattr(c10d, name, wrapper)
-        if package is not None and getattr(package, name, None) is original:
-            setattr(package, name, wrapper)
+        op_records.replace(c10d, name, original, _wrap(name, original, param), _originals)
     return bool(_originals)
 
 
 def uninstall_wrappers() -> None:
     """Put the original functions back (benchmarks and tests)."""
-    for namespace in (sys.modules.get(C10D), sys.modules.get("torch.distributed")):
-        for name, original in _originals.items():
-            if namespace is not None and getattr(getattr(namespace, name, None), "__wrapped__", None):
-                setattr(namespace, name, original)
+    op_records.restore(_originals)
     _originals.clear()
     p2p.uninstall()
 

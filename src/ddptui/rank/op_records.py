@@ -48,3 +48,21 @@ def dtype_name(dtype: Any) -> str:
     if name is None:
         name = _dtype_names[dtype] = str(dtype).removeprefix("torch.")
     return name
+
+
+def replace(c10d: Any, name: str, original: Any, wrapper: Any, originals: dict[str, Any]) -> None:
+    """Put `wrapper` in place of `original` in `distributed_c10d` and, where it is the same
+    function, in `torch.distributed`; remember the original in `originals`."""
+    package = sys.modules.get("torch.distributed")
+    originals[name] = original
+    setattr(c10d, name, wrapper)
+    if package is not None and getattr(package, name, None) is original:
+        setattr(package, name, wrapper)
+
+
+def restore(originals: dict[str, Any]) -> None:
+    """Put each original back wherever one of ddptui's wrappers of it still stands."""
+    for namespace in (sys.modules.get(C10D), sys.modules.get("torch.distributed")):
+        for name, original in originals.items():
+            if namespace is not None and getattr(getattr(namespace, name, None), "__wrapped__", None):
+                setattr(namespace, name, original)

@@ -28,6 +28,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from ddptui.rank import op_records
 from ddptui.rank.hooks import C10D
 from ddptui.rank.op_records import RING, caller_site, dtype_name, group_name
 
@@ -89,26 +90,19 @@ def install(module: Any = None) -> bool:
     c10d = module if module is not None else sys.modules.get(C10D)
     if c10d is None:
         return False
-    package = sys.modules.get("torch.distributed")
     for name in (*OPS, BATCH):
         original = getattr(c10d, name, None)
         if original is None or name in _originals:
             continue
         wrapper = _wrap_batch(original) if name == BATCH else _wrap_op(name, original)
-        _originals[name] = original
-        setattr(c10d, name, wrapper)
-        if package is not None and getattr(package, name, None) is original:
-            setattr(package, name, wrapper)
+        op_records.replace(c10d, name, original, wrapper, _originals)
     _wrap_wait(getattr(c10d, "Work", None))
     return bool(_originals)
 
 
 def uninstall() -> None:
     """Put the original functions back, where a wrapper still stands."""
-    for namespace in (sys.modules.get(C10D), sys.modules.get("torch.distributed")):
-        for name, original in _originals.items():
-            if namespace is not None and getattr(getattr(namespace, name, None), "__wrapped__", None):
-                setattr(namespace, name, original)
+    op_records.restore(_originals)
     if _work_class and WAIT in _originals:
         _work_class[0].wait = _originals[WAIT]
     _work_class.clear()
