@@ -41,7 +41,7 @@ class Transcript:
 
     Ranks that printed the same lines are printed once, tagged `[ranks 0-3] `, unless `collapse`
     is False (`--no-collapse`). A step's answers (`after_step`) and the next line's echo are
-    printed while the next command runs on the ranks (`catch_up`, the lockstep's `while_running`):
+    printed while the next command runs on the ranks (`catch_up`, the lockstep's `on_running`):
     the transcript is off a step's critical path, in the same order.
     """
 
@@ -70,7 +70,7 @@ class Transcript:
 
     def sent(self, sent: Broadcast) -> None:
         """A command went out: what happened as it did (ranks not sent it) follows its echo, at the
-        `catch_up` that runs right after (the lockstep's `while_running`)."""
+        `catch_up` that runs right after (the lockstep's `on_running`)."""
         self._later += [functools.partial(self._note_now, text) for text in commands.sending_lines(sent)]
 
     def after_step(self, echo: dict[int, str], notes: Iterable[str]) -> None:
@@ -185,7 +185,7 @@ async def run(
     for notice in session.notices:
         transcript.note(notice)
     session.on_notice.append(transcript.note)
-    session.lockstep.while_running = transcript.catch_up
+    session.lockstep.on_running.append(transcript.catch_up)
     # a program on a pipe may wait for an answer before it writes the next line
     lines = batch_input.lines(source, on_wait=transcript.catch_up)
     timed_out = False

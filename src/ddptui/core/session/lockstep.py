@@ -98,7 +98,7 @@ class Lockstep:
         self._all_back: asyncio.Future[None] | None = None
         """Resolved by `touch` once the last rank is back: the broadcast wakes once a step, not
         once for every pass of the loop that brought a rank's output."""
-        self.while_running: Callable[[], None] | None = None
+        self.on_running: list[Callable[[], None]] = []
         """Called once a broadcast's command is on its way to the ranks: a front end's work that
         can be done while they run (`--batch` prints the last step's answers then)."""
         self.on_step: list[Callable[[], None]] = []
@@ -173,8 +173,8 @@ class Lockstep:
             try:
                 if on_sent is not None:
                     on_sent(result)
-                if self.while_running is not None:
-                    self.while_running()
+                for hook in self.on_running:
+                    hook()
                 await self._wait_back()
             finally:
                 self._out, self._all_back, self.command = set(), None, ""
