@@ -215,16 +215,14 @@ def save_collectives() -> bool:
 
 
 def skip(ask: Skip) -> Skipping:
-    """`skip`: change which hard-coded breakpoints stop; say where this rank's prompt came from."""
+    """`skip`: change which breakpoints stop; say where this rank last stopped at one."""
     skips = debugger.Skips
     if ask.none:
-        skips.sites.clear()
-        skips.everything = False
+        skips.forget()
     if ask.all is not None:
         skips.everything = ask.all
-    skips.sites.update(ask.sites)
-    pdb = debugger.active
-    return Skipping(pdb.site if pdb is not None else None, tuple(sorted(skips.sites)), skips.everything)
+    skips.add(ask.sites)
+    return Skipping(skips.last, tuple(sorted(skips.sites)), skips.everything)
 
 
 def interrupt(ask: Interrupt) -> bool:
