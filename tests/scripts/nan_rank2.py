@@ -1,6 +1,6 @@
 """A 4-rank DDP job (gloo, CPU) without any breakpoint(): rank 2's loss turns NaN at step 3.
 
-Tests find `# the loss line` to break there (`--break nan_rank2.py:LINE,loss.isnan().any()` stops
+Tests find the loss line by its comment to break there (`--break nan_rank2.py:LINE,loss.isnan().any()` stops
 rank 2 only, at step 3).
 """
 

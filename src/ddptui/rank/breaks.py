@@ -40,6 +40,10 @@ def given() -> list[str]:
     return [spec for spec in found if isinstance(spec, str)] if isinstance(found, list) else []
 
 
+_armed = False
+"""True once `arm` has run in this process (a rank arms once)."""
+
+
 def main_module(frame: types.FrameType) -> bool:
     """The frame of the `__main__` module: a script's or `-m` module's first line."""
     return frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__"
@@ -53,8 +57,10 @@ def wanted() -> bool:
 def arm(start: Start = main_module) -> None:
     """Set the `--break` breakpoints and trace the main thread so that they stop it; with
     `--stop-at-start`, stop at the first line of the frame `start` picks out."""
-    if not wanted() or threading.current_thread() is not threading.main_thread():
+    global _armed
+    if _armed or not wanted() or threading.current_thread() is not threading.main_thread():
         return
+    _armed = True
     from ddptui.rank.debugger import RankPdb
 
     debugger = RankPdb()
