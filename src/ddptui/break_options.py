@@ -110,7 +110,9 @@ def check_line(spec: str, path: str, line: int) -> None:
     except (SyntaxError, ValueError) as exc:
         raise BreakError(f"--break {spec}: {path} does not compile: {exc}") from None
     if line not in code_lines(code):
-        raise BreakError(f"--break {spec}: line {line} of {path} holds no code (blank, a comment, or a docstring)")
+        raise BreakError(
+            f"--break {spec}: line {line} of {path} holds no code (blank, a comment, or a docstring)"
+        )
 
 
 def code_lines(code: types.CodeType) -> set[int]:

@@ -75,7 +75,7 @@ def arm(start: Start = main_module) -> None:
 def set_break(debugger: Any, spec: str) -> None:
     """`b SPEC` in `debugger`; `FILE:FUNCTION` (which pdb's `b` does not take) breaks at the
     function's first line, as `b FUNCTION` does. pdb says what it set, or why not."""
-    where, comma, condition = spec.partition(",")
+    where, _, condition = spec.partition(",")
     file, colon, name = where.strip().rpartition(":")
     if not colon or name.strip().isdigit():
         debugger.do_break(spec)

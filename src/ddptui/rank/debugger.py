@@ -21,8 +21,8 @@ from ddptui.rank.prompt_terminal import (
     reads_terminal,
     restore_terminal,
 )
-from ddptui.rank.skips import Skips
 from ddptui.rank.protocol import PLAIN_INPUT_ENV, PLAIN_UNTIL_EDITED, RANK_ENV, Frame, is_library, paused_line
+from ddptui.rank.skips import Skips
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 

@@ -21,9 +21,10 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from ddptui.rank import ddp, debugger, progress, replicas, timeouts, topology, until
+from ddptui.rank import breaks, ddp, debugger, progress, replicas, timeouts, topology, until
 from ddptui.rank.asks import (
     Ask,
+    Breaks,
     CollectiveRecord,
     Collectives,
     Ddp,
@@ -62,6 +63,7 @@ from ddptui.rank.protocol import (
     creates_store,
     is_library,
 )
+from ddptui.rank.skips import Skips
 
 PROMPT_CLOSING = 1.0
 """Seconds `interrupt` waits for an open prompt to close before it says the rank is paused."""
@@ -216,7 +218,7 @@ def save_collectives() -> bool:
 
 def skip(ask: Skip) -> Skipping:
     """`skip`: change which breakpoints stop; say where this rank last stopped at one."""
-    skips = debugger.Skips
+    skips = Skips
     if ask.none:
         skips.forget()
     if ask.all is not None:
@@ -258,6 +260,7 @@ HANDLERS: dict[type[Ask[Any]], Callable[[Any], Any]] = dict(
         Collectives.answered_by(collectives),
         SaveCollectives.answered_by(lambda ask: save_collectives()),
         Skip.answered_by(skip),
+        Breaks.answered_by(lambda ask: breaks.listing()),
         Interrupt.answered_by(interrupt),
         Edit.answered_by(edit),
         Ddp.answered_by(lambda ask: ddp.ddp()),

@@ -55,7 +55,11 @@ class Skips:
         """Skip `sites`: their calls stop no more, their pdb breakpoints are disabled."""
         cls.sites.update(sites)
         for bp in bdb.Breakpoint.bpbynumber:
-            if bp is not None and bp.enabled and any(bp.line == at and same_file(bp.file, f) for f, at in sites):
+            if (
+                bp is not None
+                and bp.enabled
+                and any(bp.line == at and same_file(bp.file, f) for f, at in sites)
+            ):
                 bp.enabled = False
                 cls.disabled.add(bp.number)
 
