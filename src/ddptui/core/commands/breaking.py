@@ -89,4 +89,4 @@ async def _skip(ctx: Context, arg: str) -> Result:
             return Result(("no target rank has stopped at a breakpoint yet",), error=True)
     await session.ask(Skip(sites=tuple(sorted(sites))), everyone)
     where = ", ".join(sorted(str(Frame(file, line)) for file, line in sites))
-    return Result((f"the breakpoint at {where} stops no more, on any rank (:skip none undoes)",))
+    return Result((f"breakpoint at {where} stops no more, on any rank (:skip none undoes)",))
