@@ -117,7 +117,7 @@ def check_line(spec: str, path: str, line: int) -> None:
 
 def code_lines(code: types.CodeType) -> set[int]:
     """The lines of a code object and of every code object inside it: where Python can stop."""
-    lines = {line for _, _, line in code.co_lines() if line is not None}
+    lines = {line for _, _, line in code.co_lines() if line}  # not None, nor 0 (before the first line)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             lines |= code_lines(const)
