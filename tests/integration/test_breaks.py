@@ -88,6 +88,19 @@ def test_stop_at_start_in_a_torchrun_job(ddptui: Runner) -> None:
     assert summary(out) == {0: "exited 0", 1: "exited 0"}
 
 
+def test_stop_at_start_in_mp_spawn_workers_stops_at_their_function(ddptui: Runner) -> None:
+    script = str(SCRIPTS / "wrap_spawn.py")
+    command = [sys.executable, script, str(free_port())]
+    result = ddptui.run(
+        "--stall-timeout", "3", "--stop-at-start", "--batch", "-", "--", *command, stdin="p rank\nc\nc\n"
+    )
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    assert "[ranks 0-1] -> ddp_setup(rank, world_size, port)" in out  # main()'s first line
+    assert answer(out, "p rank", 2) == ["[rank 0] 0", "[rank 1] 1"]
+    assert summary(out) == {0: "exited 0", 1: "exited 0"}
+
+
 def test_break_in_ranks_that_dial_in_to_listen(ddptui: Runner) -> None:
     listener = Listener(ddptui, "c\np value\nc\n", "--world-size", "1", "--break", "tests/scripts/steps.py:9")
     export = listener.export()
