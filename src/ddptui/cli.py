@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import NoReturn
 
-from ddptui import __version__, torchrun_options
+from ddptui import __version__, break_options, torchrun_options
 from ddptui.core.commands import batch, batch_input
 from ddptui.core.commands.batch_input import BatchInputError
 from ddptui.core.commands.context import Context
@@ -119,6 +119,16 @@ def add_session_options(parser: argparse.ArgumentParser) -> None:
         help="lines of scrollback each rank's pane keeps (default 5000; the full output: --log-dir)",
     )
     add(
+        "--break",
+        action="append",
+        default=[],
+        dest="breaks",
+        metavar="FILE:LINE[,COND]",
+        help="set a breakpoint in every rank before the script runs, as pdb's b takes it "
+        "(FILE:LINE, FILE:FUNCTION, MODULE.FUNCTION; a condition after a comma); repeatable",
+    )
+    add("--stop-at-start", action="store_true", help="stop every rank at its script's first line")
+    add(
         "--no-collapse",
         action="store_true",
         help="with --batch: one line per rank even when ranks print the same (default: [ranks 0-3] once)",
@@ -176,7 +186,7 @@ def listen_spec(argv: Sequence[str]) -> tuple[LaunchSpec, argparse.Namespace]:
         log_dir=options.log_dir,
         scrollback=options.scrollback,
     )
-    return spec, options
+    return with_breaks(spec, options, None), options
 
 
 def parse_spec(argv: Sequence[str]) -> tuple[LaunchSpec, argparse.Namespace]:
@@ -219,7 +229,7 @@ def parse_spec(argv: Sequence[str]) -> tuple[LaunchSpec, argparse.Namespace]:
         run_id=options.rdzv_id,
         role=options.role or "default",
     )
-    return spec, options
+    return with_breaks(spec, options, None if options.module else options.script), options
 
 
 def check_session_options(options: argparse.Namespace) -> None:
@@ -254,7 +264,7 @@ def wrap_spec(options: argparse.Namespace, given: Sequence[str], command: list[s
     if shutil.which(command[0]) is None:
         raise UsageError(f"cannot run {command[0]}: no such command (or not executable)")
     check_session_options(options)
-    return LaunchSpec(
+    spec = LaunchSpec(
         target=command[0],
         args=tuple(command[1:]),
         nproc=0,
@@ -264,6 +274,16 @@ def wrap_spec(options: argparse.Namespace, given: Sequence[str], command: list[s
         log_dir=options.log_dir,
         scrollback=options.scrollback,
     )
+    return with_breaks(spec, options, next((word for word in command if word.endswith(".py")), None))
+
+
+def with_breaks(spec: LaunchSpec, options: argparse.Namespace, script: str | None) -> LaunchSpec:
+    """`spec` with the checked `--break` breakpoints and `--stop-at-start`; UsageError for a bad one."""
+    try:
+        breaks = break_options.resolve_all(options.breaks, script)
+    except break_options.BreakError as exc:
+        raise UsageError(str(exc)) from None
+    return replace(spec, breaks=breaks, stop_at_start=options.stop_at_start)
 
 
 def check_script(path: str) -> None:

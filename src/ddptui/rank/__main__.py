@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Callable
 from typing import IO, Any
 
-from ddptui.rank import collectives, debugger, fatal, spawns, tempdirs, timeouts, topology
+from ddptui.rank import breaks, collectives, debugger, fatal, spawns, tempdirs, timeouts, topology
 from ddptui.rank.link import link
 from ddptui.rank.protocol import (
     STATE_DIR_ENV,
@@ -156,10 +156,12 @@ def run(argv: list[str]) -> int:
     try:
         if argv[0] == "-m":
             sys.argv = [argv[1], *argv[2:]]
+            breaks.arm()
             runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
         else:
             sys.argv = list(argv)
             sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))
+            breaks.arm()
             runpy.run_path(argv[0], run_name="__main__")
     except SystemExit as exc:
         return exit_code(exc.code)

@@ -118,8 +118,8 @@ class StoreAddress:
 
 @dataclass(frozen=True)
 class Skipping:
-    """The hard-coded breakpoints that stop no more (`all`: none stops), and the call site
-    (file, line) that opened this rank's prompt, if one did."""
+    """The sites whose breakpoints stop no more (`all`: no hard-coded one stops), and the
+    breakpoint (file, line) this rank last stopped at, if it stopped at one."""
 
     here: tuple[str, int] | None
     sites: tuple[tuple[str, int], ...]
@@ -188,12 +188,33 @@ class SaveCollectives(Ask[bool]):
 
 @dataclass(frozen=True)
 class Skip(Ask[Skipping]):
-    """Skip hard-coded breakpoints at `sites` (`all`: skip every one, or none; `none`: forget every skip)."""
+    """Skip the breakpoints at `sites`, hard-coded or pdb's (`all`: skip every hard-coded one, or
+    none; `none`: forget every skip). A site's file is absolute or as typed (`train.py`)."""
 
     KIND: ClassVar[str] = "skip"
     sites: tuple[tuple[str, int], ...] = ()
     all: bool | None = None
     none: bool = False
+
+
+@dataclass(frozen=True)
+class Breakpoint:
+    """One of pdb's breakpoints in a rank (`b`, `--break`), as pdb numbers and counts it."""
+
+    number: int
+    file: str
+    line: int
+    condition: str | None
+    enabled: bool
+    temporary: bool
+    hits: int
+
+
+@dataclass(frozen=True)
+class Breaks(Ask[list[Breakpoint]]):
+    """The rank's pdb breakpoints, in pdb's order (`ddptui.rank.breaks`)."""
+
+    KIND: ClassVar[str] = "breaks"
 
 
 @dataclass(frozen=True)
@@ -306,8 +327,8 @@ def _table(*kinds: type[Ask[Any]]) -> dict[tuple[str, str], type[Ask[Any]]]:
 
 
 KINDS = _table(
-    Eval, Stack, Store, Collectives, SaveCollectives, Skip, Interrupt, Edit, Ddp, Replicas, Timeouts,
-    Topology, Progress,
+    Eval, Stack, Store, Collectives, SaveCollectives, Skip, Breaks, Interrupt, Edit, Ddp, Replicas,
+    Timeouts, Topology, Progress,
     UntilArm, UntilDisarm, UntilPending, UntilHold, UntilRelease,
 )  # fmt: skip
 """Every request kind, by its kind and action on the wire."""

@@ -22,6 +22,7 @@ from ddptui.rank.prompt_terminal import (
     restore_terminal,
 )
 from ddptui.rank.protocol import PLAIN_INPUT_ENV, PLAIN_UNTIL_EDITED, RANK_ENV, Frame, is_library, paused_line
+from ddptui.rank.skips import Skips
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -35,23 +36,6 @@ line events then go through bdb, which knows when to turn them off."""
 
 active: RankPdb | None = None
 """The debugger whose prompt is open in this process, if any (requests evaluate in its frame)."""
-
-
-class Skips:
-    """Hard-coded breakpoints (`breakpoint()`, `set_trace()` calls) the user said stop no more.
-
-    pdb's own breakpoints (`b`, `disable`) are not affected.
-    """
-
-    sites: set[tuple[str, int]] = set()
-    """Call sites (file, line) that no longer stop."""
-    everything = False
-    """True after `:skip all`: no hard-coded breakpoint stops."""
-
-    @classmethod
-    def skips(cls, frame: types.FrameType) -> bool:
-        """True when a hard-coded breakpoint called from `frame` should not stop."""
-        return cls.everything or (frame.f_code.co_filename, frame.f_lineno) in cls.sites
 
 
 detached = False
@@ -182,6 +166,7 @@ class RankPdb(_ORIGINAL_PDB):
             if Skips.skips(caller):
                 return
             self.site = (caller.f_code.co_filename, caller.f_lineno)
+            Skips.stopped_at(*self.site)
         if caller is None or caller is frame:
             _ORIGINAL_PDB.set_trace(self, frame)
             return
@@ -293,8 +278,11 @@ class RankPdb(_ORIGINAL_PDB):
         return bool(_ORIGINAL_PDB.stop_here(self, frame))
 
     def break_here(self, frame: types.FrameType) -> bool:
-        """Breakpoints stop nothing once detached."""
-        return not detached and bool(_ORIGINAL_PDB.break_here(self, frame))
+        """Breakpoints stop nothing once detached; one that stops is remembered (bare `:skip`)."""
+        if detached or not _ORIGINAL_PDB.break_here(self, frame):
+            return False
+        Skips.stopped_at(frame.f_code.co_filename, frame.f_lineno)
+        return True
 
     def sigint_handler(self, signum: int, frame: Any) -> None:
         """Ctrl-C while the program runs (pdb's own handler after `c`, and `on_interrupt`'s): stop

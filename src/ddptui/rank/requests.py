@@ -21,9 +21,10 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from ddptui.rank import ddp, debugger, progress, replicas, timeouts, topology, until
+from ddptui.rank import breaks, ddp, debugger, progress, replicas, timeouts, topology, until
 from ddptui.rank.asks import (
     Ask,
+    Breaks,
     CollectiveRecord,
     Collectives,
     Ddp,
@@ -62,6 +63,7 @@ from ddptui.rank.protocol import (
     creates_store,
     is_library,
 )
+from ddptui.rank.skips import Skips
 
 PROMPT_CLOSING = 1.0
 """Seconds `interrupt` waits for an open prompt to close before it says the rank is paused."""
@@ -215,16 +217,14 @@ def save_collectives() -> bool:
 
 
 def skip(ask: Skip) -> Skipping:
-    """`skip`: change which hard-coded breakpoints stop; say where this rank's prompt came from."""
-    skips = debugger.Skips
+    """`skip`: change which breakpoints stop; say where this rank last stopped at one."""
+    skips = Skips
     if ask.none:
-        skips.sites.clear()
-        skips.everything = False
+        skips.forget()
     if ask.all is not None:
         skips.everything = ask.all
-    skips.sites.update(ask.sites)
-    pdb = debugger.active
-    return Skipping(pdb.site if pdb is not None else None, tuple(sorted(skips.sites)), skips.everything)
+    skips.add(ask.sites)
+    return Skipping(skips.last, tuple(sorted(skips.sites)), skips.everything)
 
 
 def interrupt(ask: Interrupt) -> bool:
@@ -260,6 +260,7 @@ HANDLERS: dict[type[Ask[Any]], Callable[[Any], Any]] = dict(
         Collectives.answered_by(collectives),
         SaveCollectives.answered_by(lambda ask: save_collectives()),
         Skip.answered_by(skip),
+        Breaks.answered_by(lambda ask: breaks.listing()),
         Interrupt.answered_by(interrupt),
         Edit.answered_by(edit),
         Ddp.answered_by(lambda ask: ddp.ddp()),

@@ -34,9 +34,10 @@ index: int | None = None
 """This worker's index in its `mp.spawn`, once `_wrap` runs (None elsewhere)."""
 
 
-def install_for_wrapped(on_crash: Callable[[BaseException], None]) -> None:
-    """In a wrapped job: count the workers `mp.spawn` starts and guard each worker's function."""
-    when_imported(SPAWN, lambda module: _patch(module, _counting, _guarding(on_crash)))
+def install_for_wrapped(on_crash: Callable[[BaseException], None], on_start: Callable[[Any], None]) -> None:
+    """In a wrapped job: count the workers `mp.spawn` starts and guard each worker's function
+    (`on_start(fn)` just before it runs)."""
+    when_imported(SPAWN, lambda module: _patch(module, _counting, _guarding(on_crash, on_start)))
 
 
 def refuse_in_rank(send: Callable[[Any], None], message: Any) -> None:
@@ -81,7 +82,7 @@ def _counting(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _guarding(
-    on_crash: Callable[[BaseException], None],
+    on_crash: Callable[[BaseException], None], on_start: Callable[[Any], None]
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A factory for `_wrap`s that note the worker's index and run its function guarded."""
 
@@ -90,6 +91,7 @@ def _guarding(
         def _wrap(fn: Any, i: int, *rest: Any, **kwargs: Any) -> Any:
             global index
             index = i
+            on_start(fn)
             return original(functools.partial(_guarded, fn, on_crash), i, *rest, **kwargs)
 
         return _wrap

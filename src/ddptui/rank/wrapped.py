@@ -24,7 +24,7 @@ import threading
 import types
 from typing import Any
 
-from ddptui.rank import collectives, debugger, fatal, spawns, tempdirs, timeouts, topology
+from ddptui.rank import breaks, collectives, debugger, fatal, spawns, tempdirs, timeouts, topology
 from ddptui.rank.hooks import C10D, when_imported
 from ddptui.rank.link import link
 from ddptui.rank.protocol import RANK_ENV, SOCKET_ENV, STATE_DIR_ENV, Exited, Identity
@@ -49,6 +49,8 @@ identity: Identity | None = None
 _exit_code: int | None = None
 """The status the process is exiting with, as far as ddptui saw it (`sys.exit`, an uncaught error)."""
 _lock = threading.Lock()
+_start: breaks.Start = breaks.main_module
+"""Where `--stop-at-start` stops: the `__main__` module's first line, or an mp.spawn worker's function's."""
 
 
 def boot() -> None:
@@ -58,7 +60,7 @@ def boot() -> None:
     timeouts.install_on_import()
     topology.track_meshes()
     collectives.install_wrappers_on_import()
-    spawns.install_for_wrapped(_crashed_in_worker)
+    spawns.install_for_wrapped(_crashed_in_worker, _worker_starts)
     when_imported(C10D, _hook_init)
     rank = _env_int("RANK")
     if rank is not None and _env_int("WORLD_SIZE") is not None:
@@ -94,6 +96,7 @@ def become_rank(rank: int, local_rank: int | None, world_size: int | None) -> bo
     debugger.install()
     _install_rank_side(rank)
     atexit.register(_finish, os.getpid())
+    breaks.arm(_start)
     return True
 
 
@@ -196,6 +199,16 @@ def _crashed_in_worker(exc: BaseException) -> None:
         from ddptui.rank.__main__ import report_crash
 
         report_crash(exc)
+
+
+def _worker_starts(fn: Any) -> None:
+    """An mp.spawn worker is about to run its function: with `--break` or `--stop-at-start` it
+    becomes a rank now, and `--stop-at-start` stops at the function's first line."""
+    global _start
+    code = getattr(fn, "__code__", None)
+    if breaks.wanted() and relay is None and code is not None:
+        _start = lambda frame: frame.f_code is code  # noqa: E731
+        _early_rank()
 
 
 def _recording_exit(original: Any) -> Any:

@@ -70,7 +70,7 @@ ACTIONS: tuple[Action, ...] = (
         "command('skip')",
         "Skip this breakpoint()",
         ":skip",
-        "The breakpoint() where the target ranks stand stops no more (:skip)",
+        "The breakpoint the target ranks last stopped at stops no more (:skip)",
     ),
     Action(
         "f12",

@@ -1,5 +1,5 @@
 """`:` commands that send something to the ranks: pdb commands in lockstep behind the divergence
-guard, `:skip`, `:interrupt`, `:until-collective`."""
+guard, `:interrupt`, `:until-collective`."""
 
 from __future__ import annotations
 
@@ -9,47 +9,19 @@ from collections.abc import Callable
 from ddptui.core.commands.context import Context
 from ddptui.core.commands.inspecting import watch_result, watch_tables
 from ddptui.core.commands.result import Result
-from ddptui.core.commands.table import COMMANDS, command
+from ddptui.core.commands.table import command
 from ddptui.core.commands.until import release, until_collective
 from ddptui.core.model.state import Phase
 from ddptui.core.model.targets import Line, by_words, name_ranks
 from ddptui.core.session.lockstep import Broadcast
 from ddptui.core.session.session import Session
-from ddptui.core.transport.interface import RequestError, answered
-from ddptui.rank.asks import Interrupt, Skip
-from ddptui.rank.protocol import Frame
+from ddptui.core.transport.interface import RequestError
+from ddptui.rank.asks import Interrupt
 
 TERMINAL_LINE = 4095
 """Longest line, in bytes, a terminal hands over whole to a program that reads plain lines
 (Linux's n_tty buffer less the newline). The ranks ddptui starts read the commands it sends
 that way (`LaunchSpec.line_editing`): a longer pdb command would arrive cut."""
-
-
-@command(
-    "skip",
-    usage=":skip [all|none]",
-    help="the breakpoint() where the target ranks stand stops no more, on every rank "
-    "(all: no breakpoint() stops; none: undo)",
-)
-async def _skip(ctx: Context, arg: str) -> Result:
-    """Stop hard-coded breakpoints from stopping (pdb's own `b` breakpoints are untouched)."""
-    session = ctx.session
-    everyone = [rank.index for rank in session.live(range(len(session.ranks)))]
-    if arg in ("all", "none"):
-        await session.ask(Skip(all=True) if arg == "all" else Skip(none=True), everyone)
-        if arg == "all":
-            return Result(("no breakpoint() stops any more, on any rank (:skip none undoes)",))
-        return Result(("every breakpoint() stops again",))
-    if arg:
-        return Result((f"usage: {COMMANDS['skip'].usage}",), error=True)
-    paused = [rank.index for rank in session.live() if rank.state.at_prompt]
-    answers = await session.ask(Skip(), paused)
-    sites = {skipping.here for skipping in answered(answers).values() if skipping.here}
-    if not sites:
-        return Result(("no target rank stands at a breakpoint() call",), error=True)
-    await session.ask(Skip(sites=tuple(sites)), everyone)
-    where = ", ".join(sorted(str(Frame(file, line)) for file, line in sites))
-    return Result((f"breakpoint at {where} stops no more, on any rank (:skip none undoes)",))
 
 
 def guard(session: Session, targets: frozenset[int] | None, override: str) -> Result | None:

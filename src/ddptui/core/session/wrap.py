@@ -46,6 +46,7 @@ def launcher_env(spec: launch.LaunchSpec, link: launch.Link) -> dict[str, str]:
     env[SOCKET_ENV], env[STATE_DIR_ENV], env[TOKEN_ENV] = link.socket, link.state_dir, link.token
     env[PG_TIMEOUT_ENV] = repr(float(spec.pg_timeout))
     launch.plain_input(env, spec)
+    launch.break_env(env, spec)
     if not env.get("PYTHONBREAKPOINT"):
         env["PYTHONBREAKPOINT"] = BREAKPOINT_HOOK
     env["TERM"] = "xterm-256color"
@@ -67,6 +68,7 @@ def listen_assignments(address: tuple[str, int], token: str, spec: launch.Launch
         ON_DISCONNECT_ENV: spec.on_disconnect,
         PG_TIMEOUT_ENV: repr(float(spec.pg_timeout)),
         "PYTHONBREAKPOINT": BREAKPOINT_HOOK,
+        **launch.break_env({}, spec),
     }
     assignments = [f"{name}={shlex.quote(value)}" for name, value in values.items()]
     assignments.append(f"PYTHONPATH={shlex.quote(SITE_DIR)}${{PYTHONPATH:+:$PYTHONPATH}}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 import site
 import socket
@@ -11,6 +12,7 @@ import tempfile
 import uuid
 from dataclasses import dataclass, field
 
+from ddptui.rank.breaks import BREAKS_ENV, START_ENV
 from ddptui.rank.protocol import (
     PLAIN_INPUT_ENV,
     PLAIN_UNTIL_EDITED,
@@ -68,6 +70,11 @@ class LaunchSpec:
     """Keys typed into a rank's pane reach pdb through readline (history, completion, editing
     keys), while commands ddptui sends are read as plain lines, a lighter step (`PLAIN_INPUT_ENV`);
     False (`--batch`, where only ddptui types): always plain lines."""
+    breaks: tuple[str, ...] = ()
+    """`--break`: breakpoints every rank sets before its program runs, checked and with absolute
+    files (`ddptui.break_options`)."""
+    stop_at_start: bool = False
+    """`--stop-at-start`: every rank stops at its program's first line."""
 
     @property
     def starts_ranks(self) -> bool:
@@ -163,6 +170,7 @@ def rank_env(spec: LaunchSpec, rank: int, port: int, run_id: str, link: Link) ->
     env[RANK_ENV] = str(rank)
     env[PG_TIMEOUT_ENV] = repr(float(spec.pg_timeout))
     plain_input(env, spec)
+    break_env(env, spec)
     pythonpath = python_path(env.get("PYTHONPATH"))
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
@@ -172,6 +180,18 @@ def rank_env(spec: LaunchSpec, rank: int, port: int, run_id: str, link: Link) ->
 def plain_input(env: dict[str, str], spec: LaunchSpec) -> None:
     """Tell the ranks how their pdb reads commands (`LaunchSpec.line_editing`)."""
     env[PLAIN_INPUT_ENV] = PLAIN_UNTIL_EDITED if spec.line_editing else "1"
+
+
+def break_env(env: dict[str, str], spec: LaunchSpec) -> dict[str, str]:
+    """Give the ranks `--break` and `--stop-at-start` (`ddptui.rank.breaks`), and nothing else a
+    ddptui around this one gave; returns `env`."""
+    env.pop(BREAKS_ENV, None)
+    env.pop(START_ENV, None)
+    if spec.breaks:
+        env[BREAKS_ENV] = json.dumps(list(spec.breaks))
+    if spec.stop_at_start:
+        env[START_ENV] = "1"
+    return env
 
 
 def new_run_id() -> str:
