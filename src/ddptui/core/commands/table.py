@@ -1,6 +1,6 @@
 """The table of `:` commands: each defined once with its usage and help, found by name or alias.
 
-Each family of commands registers here (`selecting`, `job`, `sending`, `inspecting`); `registry`
+Each family of commands registers here (`selecting`, `job`, `sending`, `hunting`, `inspecting`); `registry`
 imports them all and runs a command line.
 """
 
@@ -44,7 +44,7 @@ def command(name: str, *aliases: str, usage: str, help: str) -> Callable[[Handle
     return register
 
 
-FAMILIES = ("selecting", "job", "sending", "inspecting")
+FAMILIES = ("selecting", "job", "sending", "hunting", "inspecting")
 """The modules that register commands, in the order `:help` lists them."""
 
 
