@@ -13,7 +13,7 @@ there and is said at the end; one that raises on every rank after a continue end
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from ddptui.core.commands.context import Context
@@ -67,9 +67,10 @@ class Hunt:
 
     async def _hunt(self, ctx: Context) -> Result:
         """Stop after stop until one ends the hunt; a user's stop lets the stop in flight come back."""
-        ended = await self._look(ctx)
-        while ended is None:
-            step = asyncio.ensure_future(self._step(ctx))
+        look: Callable[[Context], Awaitable[Result | None]] = self._look  # stop 0: where they stand
+        while True:
+            step = asyncio.ensure_future(look(ctx))
+            look = self._step
             try:
                 ended = await asyncio.shield(step)
             except asyncio.CancelledError:
@@ -78,9 +79,9 @@ class Hunt:
                     raise
                 ended = await step  # the ranks it continued come back to their prompts first
                 asyncio.current_task().uncancel()  # type: ignore[union-attr]
-                if ended is None:
-                    ended = self._stopped_by_user(ctx)
-        return ended
+                return ended or self._stopped_by_user(ctx)
+            if ended is not None:
+                return ended
 
     async def _step(self, ctx: Context) -> Result | None:
         """One lockstep `c` and the check after it; the result that ends the hunt, or None."""
@@ -119,32 +120,35 @@ class Hunt:
         found = self.check(answers, self.stops, where)
         if found is not None:
             return found
-        if self.stops and answers and len(errors) == len(answers):
-            raised = "; ".join(f"{ranks}: {text}" for ranks, text in by_words(errors.items()))
-            text = f"{self.command} stopped at stop {self.stops}: {self.expr} raised on every rank ({raised})"
-            return Result((text,), error=True)
+        if self.stops and answers and len(errors) == len(answers):  # what raised: `_raised_lines`
+            return Result((f"{self.command} stopped at stop {self.stops}: {self.expr} raised on every rank",), error=True)
         return None
 
     def _bound(self, ctx: Context) -> Result:
         """The hunt made its last allowed continue without finding anything."""
         where = " · ".join(by_place(ctx))
-        text = f"{self.command} reached --max-stops {self.max_stops}: not found in {self.stops} stops"
+        text = f"{self.command} reached --max-stops {self.max_stops}: not found in {_stops(self.stops)}"
         return Result((f"{text}; {where}" if where else text,))
 
     def _stopped_by_user(self, ctx: Context) -> Result:
         """The user stopped the hunt between two stops."""
         where = " · ".join(by_place(ctx))
-        text = f"{self.command} stopped by the user after {self.stops} stops"
+        text = f"{self.command} stopped by the user after {_stops(self.stops)}"
         return Result((f"{text}; {where}" if where else text,))
 
     def _after(self) -> str:
         """` after 3 stops`, or nothing before the first."""
-        return f" after {self.stops} stops" if self.stops else ""
+        return f" after {_stops(self.stops)}" if self.stops else ""
 
     def _raised_lines(self) -> list[str]:
         """`EXPR raised on rank 1 (from stop 0): NameError: ...`, one line per distinct error."""
         said = by_words((rank, f"(from stop {stop}): {text}") for rank, (stop, text) in self.raised.items())
         return [f"{self.expr} raised on {ranks} {text}" for ranks, text in said]
+
+
+def _stops(count: int) -> str:
+    """`1 stop`, `3 stops`."""
+    return f"{count} stop{'s' if count != 1 else ''}"
 
 
 def _can_go_on(ctx: Context, index: int) -> bool:
