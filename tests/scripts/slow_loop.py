@@ -3,6 +3,6 @@
 import itertools
 import time
 
-for step in itertools.count():
+for step in itertools.count():  # noqa: B007  (read at the prompt: p step, :until)
     breakpoint()  # @step
     time.sleep(0.05)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -11,7 +12,6 @@ from textual.css.query import NoMatches
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import Reactive, reactive
-from rich.text import Text
 from textual.widgets import Input, Label
 
 BROADCAST_HINT = "pdb command for every target rank (n, s, c, p expr, @0,2 cmd, :ranks 0-1)"

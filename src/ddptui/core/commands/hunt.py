@@ -121,7 +121,10 @@ class Hunt:
         if found is not None:
             return found
         if self.stops and answers and len(errors) == len(answers):  # what raised: `_raised_lines`
-            return Result((f"{self.command} stopped at stop {self.stops}: {self.expr} raised on every rank",), error=True)
+            return Result(
+                (f"{self.command} stopped at stop {self.stops}: {self.expr} raised on every rank",),
+                error=True,
+            )
         return None
 
     def _bound(self, ctx: Context) -> Result:
