@@ -87,6 +87,15 @@ def test_until_diverge_finds_the_stop_where_a_replica_drifts(ddptui: Runner) -> 
     assert within == ":until-diverge weight.sum().item() stopped at stop 4: ranks 0-3 exited 0", result.stdout
 
 
+def test_until_stops_when_a_rank_crashes_and_names_it(ddptui: Runner) -> None:
+    result = ddptui.run("--nproc-per-node", "2", "--batch", "-", str(LOOP), "2", stdin=":until step > 100\n")
+    crash = "ValueError: rank 1 gives up at step 2 (tests/scripts/slow_loop.py:15)"
+    assert said(result.stdout) == [
+        f":until step > 100 stopped at stop 3: rank 1 crashed {crash}, in post-mortem; "
+        f"rank 0 paused at tests/scripts/slow_loop.py:{line_of(LOOP, 'step')}"
+    ], result.stdout
+
+
 def read_until(proc: subprocess.Popen[str], text: str, timeout: float) -> str:
     """What ddptui printed until a line holding `text` (fails after `timeout` seconds)."""
     assert proc.stdout is not None

@@ -12,7 +12,7 @@ from ddptui.core.commands import registry as commands
 from ddptui.core.session.session import Session
 from ddptui.ui.app import DdptuiApp
 
-AT = "tests/scripts/slow_loop.py:8"
+AT = "tests/scripts/slow_loop.py:13"
 """Where slow_loop.py's breakpoint() stops."""
 
 

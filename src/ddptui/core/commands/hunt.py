@@ -47,11 +47,8 @@ class Hunt:
     async def run(self, ctx: Context) -> Result:
         """Hunt until the check finds something or something else ends it (see the module)."""
         if ctx.hunting is not None:
-            return Result((f"not run: an :until runs already ({ctx.hunting.get_name()})",), error=True)
-        task = asyncio.current_task()
-        assert task is not None
-        task.set_name(self.command)
-        ctx.hunting, ctx.stopped_by_user = task, False
+            return Result(("not run: an :until runs already (Escape or F12 stops it)",), error=True)
+        ctx.hunting, ctx.stopped_by_user = asyncio.current_task(), False
         try:
             result = await self._hunt(ctx)
         finally:
@@ -88,9 +85,14 @@ class Hunt:
         session = ctx.session
         if self.stops >= self.max_stops:
             return self._bound(ctx)
-        paused = [r.index for r in session.live() if r.state.at_prompt and not r.state.post_mortem]
-        if not paused:
-            return Result((f"{self.command} stopped{self._after()}: no target rank is paused",), error=True)
+        await session.wait_settled()
+        ranks = session.live()
+        if not ranks:
+            return Result((f"{self.command} stopped{self._after()}: no target rank is alive",), error=True)
+        stuck = [(r.index, r.state.describe()) for r in ranks if not _can_go_on(ctx, r.index)]
+        if stuck:  # post-mortem, or waiting in a collective: a `c` would end it, or not reach it
+            said = "; ".join(f"{ranks} {words}" for ranks, words in by_words(stuck))
+            return Result((f"{self.command} stopped{self._after()}: {said}",), error=True)
         held = guard(session, None, f"{self.command} continues only ranks that stand together")
         if held is not None:
             return Result((f"{self.command} stopped{self._after()}", *held.lines), error=True)
@@ -103,8 +105,9 @@ class Hunt:
         if sent.skipped or sent.held:
             return Result((f"{self.command} stopped at stop {self.stops}", *unsent), error=True)
         gone = [(a.rank, a.state.describe()) for a in sent.replies if not _can_go_on(ctx, a.rank)]
-        if gone:
-            said = "; ".join(f"{ranks} {words}" for ranks, words in by_words(gone))
+        if gone:  # those first, then where the others stand
+            rest = [(a.rank, a.state.describe()) for a in sent.replies if _can_go_on(ctx, a.rank)]
+            said = "; ".join(f"{ranks} {words}" for ranks, words in by_words([*gone, *rest]))
             return Result((f"{self.command} stopped at stop {self.stops}: {said}",), error=True)
         return await self._look(ctx)
 
