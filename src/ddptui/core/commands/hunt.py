@@ -82,34 +82,40 @@ class Hunt:
 
     async def _step(self, ctx: Context) -> Result | None:
         """One lockstep `c` and the check after it; the result that ends the hunt, or None."""
-        session = ctx.session
         if self.stops >= self.max_stops:
             return self._bound(ctx)
+        blocked = await self._blocked(ctx)
+        if blocked is not None:
+            return blocked
+        sent = await ctx.session.broadcast("c")
+        self.stops += 1
+        for told in ctx.on_stop:
+            told(sent)
+        ctx.progress(f"{self.command} … stop {self.stops}…")
+        if sent.skipped or sent.held:
+            return Result((f"{self.command} stopped at stop {self.stops}", *sending_lines(sent)), error=True)
+        gone = [(a.rank, a.state.describe()) for a in sent.replies if not _can_go_on(ctx, a.rank)]
+        if gone:  # those first, then where the others stand
+            rest = [(a.rank, a.state.describe()) for a in sent.replies if _can_go_on(ctx, a.rank)]
+            return Result(
+                (f"{self.command} stopped at stop {self.stops}: {_said([*gone, *rest])}",), error=True
+            )
+        return await self._look(ctx)
+
+    async def _blocked(self, ctx: Context) -> Result | None:
+        """Why the target ranks cannot be continued together now; None when they can."""
+        session = ctx.session
         await session.wait_settled()
         ranks = session.live()
         if not ranks:
             return Result((f"{self.command} stopped{self._after()}: no target rank is alive",), error=True)
         stuck = [(r.index, r.state.describe()) for r in ranks if not _can_go_on(ctx, r.index)]
         if stuck:  # post-mortem, or waiting in a collective: a `c` would end it, or not reach it
-            said = "; ".join(f"{ranks} {words}" for ranks, words in by_words(stuck))
-            return Result((f"{self.command} stopped{self._after()}: {said}",), error=True)
+            return Result((f"{self.command} stopped{self._after()}: {_said(stuck)}",), error=True)
         held = guard(session, None, f"{self.command} continues only ranks that stand together")
         if held is not None:
             return Result((f"{self.command} stopped{self._after()}", *held.lines), error=True)
-        sent = await session.broadcast("c")
-        self.stops += 1
-        for told in ctx.on_stop:
-            told(sent)
-        ctx.progress(f"{self.command} … stop {self.stops}…")
-        unsent = sending_lines(sent)
-        if sent.skipped or sent.held:
-            return Result((f"{self.command} stopped at stop {self.stops}", *unsent), error=True)
-        gone = [(a.rank, a.state.describe()) for a in sent.replies if not _can_go_on(ctx, a.rank)]
-        if gone:  # those first, then where the others stand
-            rest = [(a.rank, a.state.describe()) for a in sent.replies if _can_go_on(ctx, a.rank)]
-            said = "; ".join(f"{ranks} {words}" for ranks, words in by_words([*gone, *rest]))
-            return Result((f"{self.command} stopped at stop {self.stops}: {said}",), error=True)
-        return await self._look(ctx)
+        return None
 
     async def _look(self, ctx: Context) -> Result | None:
         """Evaluate EXPR on the paused target ranks and judge it; the result that ends the hunt, or None."""
@@ -150,6 +156,11 @@ class Hunt:
         """`EXPR raised on rank 1 (from stop 0): NameError: ...`, one line per distinct error."""
         said = by_words((rank, f"(from stop {stop}): {text}") for rank, (stop, text) in self.raised.items())
         return [f"{self.expr} raised on {ranks} {text}" for ranks, text in said]
+
+
+def _said(states: list[tuple[int, str]]) -> str:
+    """`rank 1 exited 0; ranks 0,2 paused at train.py:9`: ranks in the same state said once."""
+    return "; ".join(f"{ranks} {words}" for ranks, words in by_words(states))
 
 
 def _stops(count: int) -> str:
