@@ -9,14 +9,14 @@ import os
 import shutil
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import NoReturn
 
 from ddptui import __version__, break_options, torchrun_options
 from ddptui.core.commands import batch, batch_input
 from ddptui.core.commands.batch_input import BatchInputError
-from ddptui.core.commands.context import Context
+from ddptui.core.commands.context import MAX_STOPS, Context
 from ddptui.core.session.session import Session
 from ddptui.core.transport.launch import LaunchError, LaunchSpec
 from ddptui.core.transport.logs import check_log_dir
@@ -129,6 +129,13 @@ def add_session_options(parser: argparse.ArgumentParser) -> None:
     )
     add("--stop-at-start", action="store_true", help="stop every rank at its script's first line")
     add(
+        "--max-stops",
+        type=int,
+        default=MAX_STOPS,
+        metavar="N",
+        help=f":until and :until-diverge continue the ranks at most N times (default {MAX_STOPS})",
+    )
+    add(
         "--no-collapse",
         action="store_true",
         help="with --batch: one line per rank even when ranks print the same (default: [ranks 0-3] once)",
@@ -240,6 +247,8 @@ def check_session_options(options: argparse.Namespace) -> None:
         raise UsageError(f"--pg-timeout must be a positive number of seconds, not {options.pg_timeout}")
     if options.timeout is not None and (not math.isfinite(options.timeout) or options.timeout <= 0):
         raise UsageError(f"--timeout must be a positive number of seconds, not {options.timeout}")
+    if options.max_stops < 1:
+        raise UsageError(f"--max-stops must be 1 or more stops, not {options.max_stops}")
     if options.scrollback < 0:
         raise UsageError(f"--scrollback must be 0 or more lines, not {options.scrollback}")
     if options.timeout is not None and options.batch is None:
@@ -308,12 +317,18 @@ def check_script(path: str) -> None:
         ) from None
 
 
-async def run_batch(spec: LaunchSpec, options: argparse.Namespace) -> int:
-    """Start the job and replay a batch file against it (for at most `--timeout` seconds)."""
+def batch_context(spec: LaunchSpec, options: argparse.Namespace) -> Context:
+    """The session of a batch run, and its commands' context."""
     if spec.starts_ranks:  # only ddptui types into their terminals
         spec = replace(spec, line_editing=False)
-    session = Session(spec)
-    ctx = Context.of(session)
+    ctx = Context.of(Session(spec))
+    ctx.max_stops = options.max_stops
+    return ctx
+
+
+async def run_batch(ctx: Context, options: argparse.Namespace) -> int:
+    """Start the job and replay a batch file against it (for at most `--timeout` seconds)."""
+    session = ctx.session
     try:
         await session.start()
         return await batch.run(ctx, options.batch, timeout=options.timeout, collapse=not options.no_collapse)
@@ -321,9 +336,12 @@ async def run_batch(spec: LaunchSpec, options: argparse.Namespace) -> int:
         await session.close()
 
 
-async def guarded(main: asyncio.Future[int] | asyncio.Task[int]) -> int:
+async def guarded(
+    main: asyncio.Future[int] | asyncio.Task[int], interrupt: Callable[[], bool] = lambda: False
+) -> int:
     """Await the main task; SIGINT/SIGTERM/SIGHUP cancel it so teardown still runs.
 
+    A SIGINT (Ctrl-C) that `interrupt()` takes (it stopped a running `:until`) ends nothing else.
     Only the first signal cancels: `timeout` signals ddptui and then its process group, and a
     second cancel would cut the teardown short (teardown is bounded anyway).
     """
@@ -331,6 +349,8 @@ async def guarded(main: asyncio.Future[int] | asyncio.Task[int]) -> int:
     caught: list[int] = []
 
     def stop(sig: int) -> None:
+        if sig == signal.SIGINT and not caught and interrupt():
+            return
         caught.append(sig)
         if len(caught) == 1:
             main.cancel()
@@ -377,7 +397,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         session = Session(spec)
         session.notices.extend(said)  # the app's screen hides stderr: its command log says them too
-        return int(run_app(session))
+        return int(run_app(session, max_stops=options.max_stops))
     except LaunchError as exc:
         print(f"ddptui: error: {exc}", file=sys.stderr)
         return 2
@@ -393,5 +413,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 async def _guarded_batch(spec: LaunchSpec, options: argparse.Namespace) -> int:
-    """run_batch under the signal guard."""
-    return await guarded(asyncio.ensure_future(run_batch(spec, options)))
+    """run_batch under the signal guard; Ctrl-C stops a running `:until` first."""
+    ctx = batch_context(spec, options)
+    return await guarded(asyncio.ensure_future(run_batch(ctx, options)), ctx.interrupt)

@@ -29,6 +29,9 @@ async def test_bindings_palette_and_help_line_agree_with_the_table() -> None:
         await until(pilot, lambda: bool(app.query(RankPane)))
         active = app.screen.active_bindings
         for action in ACTIONS:
+            if action.passing:  # bound only while an :until runs (test_hunting_app): now the pane's
+                assert action.key not in active, action.key
+                continue
             node, binding = active[action.key].node, active[action.key].binding
             assert node is app, action.key
             assert (binding.action, binding.description, binding.show, binding.priority) == (
@@ -38,7 +41,9 @@ async def test_bindings_palette_and_help_line_agree_with_the_table() -> None:
                 True,
             )
         ours = {key for key, bound in active.items() if bound.node is app and not bound.binding.system}
-        assert ours - {app.COMMAND_PALETTE_BINDING} == {action.key for action in ACTIONS}
+        assert ours - {app.COMMAND_PALETTE_BINDING} == {
+            action.key for action in ACTIONS if not action.passing
+        }
 
         commands = {command.title: command.help for command in app.get_system_commands(app.screen)}
         for action in ACTIONS:

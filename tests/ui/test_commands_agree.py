@@ -30,6 +30,10 @@ LINES = [
     ":compare value",
     ":compare --tol 0.5 value * 1e-9",
     ":cmp",
+    ":until value > 5",  # true on rank 1 where the ranks stand: nothing continues
+    ":until-diverge value",
+    ":until --max-stops 0 value",
+    ":until-diverge --tol x value",
     ":watch value + 1",
     ":watch",
     ":unwatch value + 1",

@@ -143,7 +143,8 @@ class Editing:
 
 @dataclass(frozen=True)
 class Eval(Ask[Summary]):
-    """An expression, in the current frame or in stack frame `frame` (as `where` numbers it).
+    """An expression, in the current frame or in stack frame `frame` (as `where` numbers it);
+    with `truth`, its truth as the rank's own `bool(value)` says it (a summary of True or False).
 
     An evaluation that reaches the request's timeout is stopped where it can be (an error reply
     beginning `STOPPED`); one that cannot be is said to be still running (`STILL_RUNNING`), and
@@ -155,6 +156,7 @@ class Eval(Ask[Summary]):
     STILL_RUNNING: ClassVar[str] = "still running"
     expr: str
     frame: int | None = None
+    truth: bool = False
 
 
 @dataclass(frozen=True)

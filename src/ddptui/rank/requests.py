@@ -122,7 +122,8 @@ def user_stack() -> tuple[list[types.FrameType], int]:
 
 
 def evaluate(ask: Eval) -> Summary:
-    """`eval`: an expression in the current frame, or in stack frame `frame` (as `where` numbers it)."""
+    """`eval`: an expression in the current frame, or in stack frame `frame` (as `where` numbers it);
+    with `truth`, the value's truth."""
     frames, current = user_stack()
     if not frames:
         raise LookupError("no Python frame to evaluate in")
@@ -133,6 +134,8 @@ def evaluate(ask: Eval) -> Summary:
     pdb = debugger.active
     scope = pdb.curframe_locals if pdb is not None and frame is pdb.curframe else frame.f_locals
     value = eval(compile(ask.expr, "<ddptui>", "eval"), frame.f_globals, scope)
+    if ask.truth:  # the rank's own bool(): a tensor's, a numpy array's, a user class's __bool__
+        value = bool(value)
     result = summarize(value)
     result["frame"] = debugger.location(frame).to_json()
     return result

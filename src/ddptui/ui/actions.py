@@ -30,6 +30,9 @@ class Action:
     """The palette's line under the title: what the action does."""
     show: bool = True
     """Shown in the footer (every action is in the palette and the help line)."""
+    passing: bool = False
+    """Bound only while the app's `check_action` allows it; otherwise the key goes on to the
+    focused widget (Escape stops a running `:until`, else it is the pane's)."""
 
     @property
     def key_label(self) -> str:
@@ -74,10 +77,20 @@ ACTIONS: tuple[Action, ...] = (
     ),
     Action(
         "f12",
-        "command('interrupt')",
+        "interrupt",
         "Interrupt",
         ":interrupt",
-        "The target ranks that run stop at the line each runs (:interrupt)",
+        "A running :until stops once its ranks are back; else the target ranks that run stop at the "
+        "line each runs (:interrupt)",
+    ),
+    Action(
+        "escape",
+        "stop_until",
+        "Stop :until",
+        "stop :until",
+        "A running :until or :until-diverge stops once its ranks are back at their prompts",
+        show=False,
+        passing=True,
     ),
     Action("f3", "focus_rank(-1)", "Prev rank", "previous rank", "Type into the previous rank"),
     Action("f4", "focus_rank(1)", "Next rank", "next rank", "Type into the next rank"),

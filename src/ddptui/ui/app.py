@@ -21,7 +21,7 @@ from textual.screen import Screen
 
 from ddptui.core.commands import registry as commands
 from ddptui.core.commands.batch import exit_status
-from ddptui.core.commands.context import Context
+from ddptui.core.commands.context import MAX_STOPS, Context
 from ddptui.core.model.state import RankState
 from ddptui.core.model.targets import Line, format_ranks, name_ranks
 from ddptui.core.model.topology import Topology
@@ -321,6 +321,19 @@ class DdptuiApp(App[int]):
         """Run a `:` command, as typed on the command line (F7, F8, F12: see `actions.ACTIONS`)."""
         self.ddptui_command(text)
 
+    def action_interrupt(self) -> None:
+        """F12: stop a running `:until`; with none, stop the target ranks that run (`:interrupt`)."""
+        if not self._command_line.stop_until():
+            self.ddptui_command("interrupt")
+
+    def action_stop_until(self) -> None:
+        """Escape: stop a running `:until` once its ranks are back."""
+        self._command_line.stop_until()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Escape is the app's only while an `:until` runs; otherwise it goes on to the pane."""
+        return action != "stop_until" or self.context.hunting is not None
+
     def action_toggle_broadcast(self) -> None:
         """Switch typing between the command line (broadcast) and the focused rank's pane."""
         if self.broadcasting:
@@ -411,14 +424,17 @@ def terminal_alive() -> bool:
     return True
 
 
-def run_app(session: Session) -> int:
-    """Run the app; print each rank's last state after it closes; return the exit status."""
+def run_app(session: Session, max_stops: int = MAX_STOPS) -> int:
+    """Run the app; print each rank's last state after it closes; return the exit status.
+
+    `max_stops`: the continues an `:until` makes at most (`--max-stops`)."""
     spec = session.spec
     if spec.master_port is not None:
         check_port(spec.master_addr, spec.master_port)  # a one-line error before the screen opens
     if spec.listen is not None and spec.listen[1]:
         check_port(*spec.listen, option="--port")
     app = DdptuiApp(session)
+    app.context.max_stops = max_stops
     status = app.run()
     app.session.kill_now()
     if app.return_code == 2 or status is None:

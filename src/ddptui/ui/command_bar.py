@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -56,6 +57,8 @@ class CommandBar(Horizontal):
     """True when typing goes to the command line; False when it goes to the focused pane."""
     focused_rank: reactive[int] = reactive(0)
     """The pane keystrokes go to when not broadcasting."""
+    progress: reactive[str] = reactive("")
+    """How a long command gets on (`:until EXPR … stop 17…`), shown after the input; empty: none runs."""
 
     @dataclass
     class Submitted(Message):
@@ -70,9 +73,10 @@ class CommandBar(Horizontal):
             return self.bar
 
     def compose(self) -> ComposeResult:
-        """The indicator, then the input."""
+        """The indicator, the input, then a long command's progress."""
         yield Label(id="mode")
         yield CommandInput()
+        yield Label(id="progress")
 
     def on_mount(self) -> None:
         """Draw the indicator once."""
@@ -89,6 +93,15 @@ class CommandBar(Horizontal):
     def watch_focused_rank(self) -> None:
         """Redraw the indicator."""
         self._show_mode()
+
+    def watch_progress(self) -> None:
+        """Show a long command's progress (plain text: an expression is never markup), or hide it."""
+        try:
+            label = self.query_one("#progress", Label)
+        except NoMatches:
+            return
+        label.update(Text(self.progress))
+        self.set_class(bool(self.progress), "-progress")
 
     def _show_mode(self) -> None:
         """`BROADCAST → all` or `TYPING → rank 2`."""

@@ -35,6 +35,7 @@ class CommandLine:
         self._bar = bar
         self._typed_targets: tuple[frozenset[int], str] | None = None
         """The default targets as last set by mesh coordinates (`:ranks tp=0`), and those words."""
+        context.on_progress.append(self._progress)
 
     def parse(self, line: str) -> Line | None:
         """A line from the command line, read (None, and the error shown, when it does not parse)."""
@@ -57,6 +58,17 @@ class CommandLine:
             log.show(commands.Result((f"keys: {help_line()}",)))
         self._bar.target = self._target_words(text, result)
         return result
+
+    def _progress(self, text: str) -> None:
+        """A long command's progress (`:until EXPR … stop 17…`), shown on the command bar."""
+        self._bar.progress = text
+
+    def stop_until(self) -> bool:
+        """Stop a running `:until` once its ranks are back (F12, Escape); False when none runs."""
+        if not self._context.interrupt():
+            return False
+        self._log.show(commands.Result((f"stopping {self._bar.progress or ':until'}",)))
+        return True
 
     def _target_words(self, text: str, result: commands.Result) -> str:
         """The default targets in words: `all`, `ranks 0,2`, or as set by coordinates `tp=0 (ranks 0,2)`."""

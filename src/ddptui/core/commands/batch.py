@@ -73,6 +73,10 @@ class Transcript:
         `catch_up` that runs right after (the lockstep's `on_running`)."""
         self._later += [functools.partial(self._note_now, text) for text in commands.sending_lines(sent)]
 
+    def stopped(self, sent: Broadcast) -> None:
+        """A command's own lockstep step (`:until`'s `c`): its answers as a typed one's."""
+        self.after_step({reply.rank: sent.command for reply in sent.replies}, ())
+
     def after_step(self, echo: dict[int, str], notes: Iterable[str]) -> None:
         """Print the ranks' answers to a step as they are now, then `notes`, at the next `catch_up`."""
         ends = {rank.index: rank.output.end for rank in self.session.ranks}
@@ -186,6 +190,7 @@ async def run(
         transcript.note(notice)
     session.on_notice.append(transcript.note)
     session.lockstep.on_running.append(transcript.catch_up)
+    ctx.on_stop.append(transcript.stopped)
     # a program on a pipe may wait for an answer before it writes the next line
     lines = batch_input.lines(source, on_wait=transcript.catch_up)
     timed_out = False

@@ -21,8 +21,11 @@ EVAL_TIMEOUT = 5.0
 """Seconds a rank has to evaluate an expression for `:compare` and watches."""
 
 
-async def evaluate(session: Session, expr: str, targets: Iterable[int] | None = None) -> dict[int, Answer]:
-    """EXPR evaluated by every targeted live rank: its summary, or why there is none.
+async def evaluate(
+    session: Session, expr: str, targets: Iterable[int] | None = None, truth: bool = False
+) -> dict[int, Answer]:
+    """EXPR evaluated by every targeted live rank: its summary (with `truth`, of the rank's own
+    `bool(EXPR)`), or why there is none.
 
     A rank stops an evaluation at `EVAL_TIMEOUT` where it can; where it cannot, the evaluation
     still runs, and the rank's resume is held until it ends (`Lockstep.hold`): the program must
@@ -37,7 +40,7 @@ async def evaluate(session: Session, expr: str, targets: Iterable[int] | None = 
             answers[rank.index] = f"not at a prompt ({rank.state.describe()})"
     asked = {index: session.ranks[index].paused_count for index in paused}
     lockstep = session.lockstep
-    for index, reply in (await session.ask(Eval(expr), paused, EVAL_TIMEOUT)).items():
+    for index, reply in (await session.ask(Eval(expr, truth=truth), paused, EVAL_TIMEOUT)).items():
         if not isinstance(reply, RequestError):
             answers[index] = reply
             lockstep.unhold([index])

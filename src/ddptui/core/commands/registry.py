@@ -2,12 +2,12 @@
 
 Batch mode prints a `Result` as `ddptui: ...` lines; the app writes the same lines to its command
 log. `q`, `quit` and `exit` typed bare mean `:quit` in both. The commands live in families
-(`selecting`, `job`, `sending`, `breaking`, `inspecting`), each registering in `table`.
+(`selecting`, `job`, `sending`, `breaking`, `hunting`, `inspecting`), each registering in `table`.
 """
 
 from __future__ import annotations
 
-from ddptui.core.commands import breaking, inspecting, job, selecting, sending  # noqa: F401  (each registers its commands)
+from ddptui.core.commands import breaking, hunting, inspecting, job, selecting, sending  # noqa: F401  (each registers its commands)
 from ddptui.core.commands.context import Context
 from ddptui.core.commands.inspecting import evaluate as evaluate
 from ddptui.core.commands.inspecting import watch_result as watch_result

@@ -1,7 +1,7 @@
 """The table of `:` commands: each defined once with its usage and help, found by name or alias.
 
-Each family of commands registers here (`selecting`, `job`, `sending`, `breaking`, `inspecting`); `registry`
-imports them all and runs a command line.
+Each family of commands (`FAMILIES`) registers here; `registry` imports them all and runs a
+command line.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def command(name: str, *aliases: str, usage: str, help: str) -> Callable[[Handle
     return register
 
 
-FAMILIES = ("selecting", "job", "sending", "breaking", "inspecting")
+FAMILIES = ("selecting", "job", "sending", "breaking", "hunting", "inspecting")
 """The modules that register commands, in the order `:help` lists them."""
 
 
