@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from ddptui.core.commands.plain_table import plain_table
 from ddptui.core.commands.result import Result
 from ddptui.core.diagnosis.collective_records import WORLD, Record
 from ddptui.core.diagnosis.collectives import RankStatus, diagnose
@@ -359,13 +360,7 @@ def table(stops: Sequence[Stop]) -> list[str]:
     rows: dict[tuple[str, ...], set[int]] = {}
     for stop in stops:
         rows.setdefault(_cells(stop), set()).add(stop.rank)
-    body = [(format_ranks(ranks), *cells) for cells, ranks in rows.items()]
-    widths = [max(len(row[i]) for row in [HEADER, *body] if len(row) > i + 1) for i in range(len(HEADER) - 1)]
-    lines = []
-    for row in [HEADER, *body]:
-        cells = [cell.ljust(widths[i]) if i < len(row) - 1 else cell for i, cell in enumerate(row)]
-        lines.append("  ".join(cells).rstrip())
-    return lines
+    return plain_table(HEADER, [(format_ranks(ranks), *cells) for cells, ranks in rows.items()])
 
 
 def _cells(stop: Stop) -> tuple[str, ...]:
