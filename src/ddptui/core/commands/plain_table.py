@@ -7,11 +7,6 @@ import io
 from collections.abc import Collection, Sequence
 from itertools import zip_longest
 
-from rich.cells import cell_len
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
 GAP = 2
 """Spaces between two columns."""
 
@@ -22,6 +17,12 @@ def plain_table(
     """The header's line, then a line per row, columns `GAP` spaces apart, each as wide as its widest
     cell (never wrapped, never cut); the columns numbered in `right` are justified right. No colour,
     no rules, no trailing spaces: lines a transcript shows as they are."""
+    # rich takes tens of milliseconds to import: a batch run that prints no table never pays them
+    from rich.cells import cell_len
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(box=None, pad_edge=False, padding=(0, GAP // 2), show_edge=False, highlight=False)
     for index, name in enumerate(header):
         table.add_column(Text(name), justify="right" if index in right else "left", no_wrap=True)
