@@ -18,6 +18,7 @@ class Options(argparse.ArgumentParser):
     """An `argparse` parser for a command's options that raises `UsageError` instead of exiting."""
 
     def __init__(self) -> None:
+        """A parser without `--help` and without abbreviations (`--al` is not `--all`)."""
         super().__init__(add_help=False, allow_abbrev=False, exit_on_error=False)
 
     def error(self, message: str) -> NoReturn:
