@@ -23,8 +23,9 @@ from ddptui.core.session.session import Session
 from ddptui.core.session.watchdog import PUMP_RESUMED, PUMP_STOPPED
 from ddptui.core.transport import home_cpu, launch
 from ddptui.core.transport.launch import LaunchSpec
-from ddptui.core.transport.local import EXIT_FLUSH, LocalJob, LocalRank
-from ddptui.core.transport.pump import Ring
+from ddptui.core.transport.local import LocalJob, LocalRank
+from ddptui.core.transport.pty_reader import EXIT_FLUSH
+from ddptui.core.transport.ring import Ring
 
 WRITER = textwrap.dedent(
     """

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conftest import SCRIPTS, running_session
 
-from ddptui.core.diagnosis.stack_tree import Node, Stop, merged, render, sample, stacks_lines
+from ddptui.core.diagnosis.stack_tree import Node, Stop, merged, render, sample
 from ddptui.core.session.session import Session
 from ddptui.rank.protocol import Frame
 
@@ -65,7 +65,7 @@ async def test_a_hang_groups_ranks_0_to_2_in_all_reduce_and_rank_3_asleep() -> N
         (leaf,) = [n for n in walk(waiting) if n.stops]
         assert leaf.frame is not None and leaf.frame.func == "all_reduce", render(root)
         assert leaf.stops == (Stop(frozenset({0, 1, 2}), "#3 all_reduce [3] float32"),), render(root)
-        lines = await stacks_lines(session)
+        lines = render(await merged(session))
         assert lines[0] == "ranks 0-3: 2 different stacks", lines
         assert any(
             f"≠ main (tests/scripts/stacks_hang.py:{marked(script, 'sleep')}) [rank 3]" in line
@@ -73,7 +73,7 @@ async def test_a_hang_groups_ranks_0_to_2_in_all_reduce_and_rank_3_asleep() -> N
         )
         assert lines[-2].startswith("│  all_reduce (torch/distributed/distributed_c10d.py:"), lines
         assert lines[-2].endswith("[ranks 0-2] · #3 all_reduce [3] float32"), lines
-        unfolded = await stacks_lines(session, "--all 0-2")
+        unfolded = render(await merged(session, frozenset({0, 1, 2}), collapse=False))  # :stacks --all 0-2
         assert unfolded[0] == "ranks 0-2: one stack" and len(unfolded) >= len(lines) - 2
 
 
@@ -95,7 +95,7 @@ async def test_paused_asleep_exited_and_gil_bound_ranks_each_have_a_stack() -> N
             Frame(name, marked(script, "hog"), "hog"),
         ]
         started = time.monotonic()
-        lines = await stacks_lines(session)
+        lines = render(await merged(session))
         assert time.monotonic() - started < 4, "the GIL-bound rank was asked for its collectives"
         assert lines[0] == "ranks 0-3: 4 different stacks", lines
         assert any("<exited 0> [rank 2]" in line for line in lines), lines

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from ddptui.core.commands.until import Stop, stop_from, table, verdict
 from ddptui.core.model.topology import Topology
 
 MESH = [[0, 1], [2, 3]]
@@ -33,6 +34,27 @@ def test_coordinates_and_group_names_in_the_users_words() -> None:
     assert topology.group_name("2") == "dp group [1,3] (tp=1)"
     assert topology.group_name("0") == "WORLD"
     assert topology.group_name("9") == "group 9"
+
+
+def test_a_group_not_known_yet_is_named_with_the_description_its_op_came_with() -> None:
+    topology = Topology.from_answers(answer(r) for r in range(4))
+    assert topology.group_name("9", "mesh_pp") == "group 9 (mesh_pp)"
+    assert [topology.group_name("9", desc) for desc in ("", "undefined", "default_pg")] == ["group 9"] * 3
+    assert topology.group_name("4", "mesh_tp") == "tp group [2,3] (dp=1)"  # known: its own name
+    assert topology.group_name("0", "mesh_tp") == "WORLD"
+
+
+def test_until_collective_names_groups_as_the_topology_does() -> None:
+    def stop(rank: int, seq: int, pg: str, desc: str) -> Stop:
+        """A rank stopped before an all_reduce on group `pg`."""
+        value = {"seq": seq, "op": "all_reduce", "shapes": [[3]], "dtypes": ["float32"], "pg": pg}
+        return stop_from(rank, "paused", dict(value, pg_desc=desc), inside=False)
+
+    (finding,) = verdict([stop(0, 2, "9", "mesh_pp"), stop(1, 3, "9", "mesh_pp")], {})
+    assert finding.text.startswith(
+        "mismatch: the ranks stand before different collectives on group 9 (mesh_pp):"
+    )
+    assert table([stop(0, 2, "9", "")])[1] == "0     #2 on group 9  all_reduce  [3]     float32  -"
 
 
 def test_a_group_outside_any_mesh_is_named_by_its_members() -> None:

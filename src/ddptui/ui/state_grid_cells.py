@@ -1,7 +1,7 @@
 """What the state grid's cells and headings look like: a rank's colour and mark, a group's label.
 
 Plain functions of the states, apart from the widget, and the styles they are drawn in
-(`CellStyles`, read from `StateGrid`'s component classes and cached until the theme changes).
+(`CellStyles`, read from `StateGridView`'s component classes and cached until the theme changes).
 """
 
 from __future__ import annotations

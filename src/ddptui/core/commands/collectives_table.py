@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ddptui.core.commands.p2p_table import p2p_table
+from ddptui.core.commands.plain_table import plain_table
 from ddptui.core.diagnosis.collective_records import WORLD, Record, process_groups
 from ddptui.core.diagnosis.collectives import group_names
 from ddptui.core.model.targets import name_ranks
@@ -45,16 +46,14 @@ def _table(seqs: Mapping[int, Mapping[int, Record]], rows: list[int]) -> list[st
     columns: dict[tuple[str, ...], list[int]] = {}
     for rank, by_seq in seqs.items():
         columns.setdefault(tuple(_cell(by_seq.get(seq)) for seq in rows), []).append(rank)
-    widths = [max([len(name_ranks(ranks)), *map(len, cells)]) for cells, ranks in columns.items()]
-    seq_width = max([len(f"#{seq}") for seq in rows] + [3])
-    header = "  ".join(name_ranks(ranks).ljust(w) for ranks, w in zip(columns.values(), widths, strict=True))
-    lines = [("  " + "seq".rjust(seq_width) + "  " + header).rstrip()]
-    for index, seq in enumerate(rows):
+    header = ["seq", *(name_ranks(ranks) for ranks in columns.values())]
+    body = [[f"#{seq}", *(cells[index] for cells in columns)] for index, seq in enumerate(rows)]
+    marks = ["  "]
+    for seq in rows:
         signatures = {by_seq[seq].signature() for by_seq in seqs.values() if seq in by_seq}
-        mark = "≠ " if len(signatures) > 1 else "  "
-        cells = [cells[index].ljust(width) for cells, width in zip(columns, widths, strict=True)]
-        lines.append((mark + f"#{seq}".rjust(seq_width) + "  " + "  ".join(cells)).rstrip())
-    return lines
+        marks.append("≠ " if len(signatures) > 1 else "  ")
+    lines = plain_table(header, body, right={0})
+    return [(mark + line).rstrip() for mark, line in zip(marks, lines, strict=True)]
 
 
 def _cell(record: Record | None) -> str:

@@ -8,11 +8,12 @@ from collections.abc import Iterable
 from ddptui.core.commands.collectives_table import collectives_table
 from ddptui.core.commands.context import Context
 from ddptui.core.commands.result import Result
-from ddptui.core.commands.table import COMMANDS, WIDTH, command
+from ddptui.core.commands.table import WIDTH, command
+from ddptui.core.commands.words import Options, UsageError, options_then_rest, split
 from ddptui.core.diagnosis.compare import Answer, Comparison, compare
 from ddptui.core.diagnosis.ddp_check import ddp_check
-from ddptui.core.diagnosis.stack_tree import render, stacks_node
-from ddptui.core.model.targets import name_ranks
+from ddptui.core.diagnosis.stack_tree import merged, render
+from ddptui.core.model.targets import name_ranks, parse_ranks
 from ddptui.core.session.session import Session
 from ddptui.core.transport.interface import RequestError
 from ddptui.rank.asks import Eval
@@ -74,19 +75,23 @@ async def comparison(session: Session, expr: str, tol: float | None = None) -> C
 )
 async def _compare(ctx: Context, arg: str) -> Result:
     """One table: ranks grouped by value, odd groups marked, a sparkline for numbers."""
-    session = ctx.session
-    tol = None
-    if arg.startswith("--tol"):
-        _, value, arg = [*arg.split(None, 2), "", ""][:3]
-        try:
-            tol = float(value)
-        except ValueError:
-            return Result((f"--tol needs a number, not {value!r}",), error=True)
-    if not arg.strip():
-        return Result((f"usage: {COMMANDS['compare'].usage}",), error=True)
-    table = await comparison(session, arg.strip(), tol)
+    tol, expr = compare_args(arg)
+    table = await comparison(ctx.session, expr, tol)
     ctx.last_compare = table
-    return Result(tuple(table.lines(WIDTH)), tables=((f":compare {arg.strip()}", table),))
+    return Result(tuple(table.lines(WIDTH)), tables=((f":compare {expr}", table),))
+
+
+COMPARE_OPTIONS = Options()
+COMPARE_OPTIONS.add_argument("--tol", type=float)
+
+
+def compare_args(arg: str) -> tuple[float | None, str]:
+    """`:compare`'s `--tol X` and its EXPR, the rest of the line as typed (UsageError without one)."""
+    words, expr = options_then_rest(arg, valued={"--tol"})
+    tol: float | None = COMPARE_OPTIONS.read(words).tol
+    if not expr:
+        raise UsageError("no EXPR")
+    return tol, expr
 
 
 @command("watch", usage=":watch [EXPR]", help="compare EXPR across ranks after every step (no EXPR: list)")
@@ -173,14 +178,21 @@ async def _where(ctx: Context, arg: str) -> Result:
 )
 async def _collectives(ctx: Context, arg: str) -> Result:
     """The table, then any verdict the logs support."""
-    if arg and not arg.isdigit():
-        return Result((f"usage: {COMMANDS['collectives'].usage}",), error=True)
+    last = collectives_count(arg)
     logs = await ctx.findings.verdicts.refresh()
     if not any(logs.values()):
         return Result(("no collective recorded yet (has the job called init_process_group?)",))
-    lines = collectives_table(logs, int(arg or 10), ctx.session.topology)
+    lines = collectives_table(logs, last, ctx.session.topology)
     lines += [str(verdict) for verdict in await ctx.findings.verdicts.check()]
     return Result(tuple(lines))
+
+
+def collectives_count(arg: str) -> int:
+    """`:collectives [N]`'s N: how many of the last collectives to show (10 unless said)."""
+    words = split(arg)
+    if len(words) > 1 or not all(word.isdigit() for word in words):
+        raise UsageError(f"N is a count, not {' '.join(words)!r}")
+    return int(words[0]) if words else 10
 
 
 @command(
@@ -206,5 +218,18 @@ async def _ddp_check(ctx: Context, arg: str) -> Result:
 async def _stacks(ctx: Context, arg: str) -> Result:
     """The merged stack tree (library frames folded unless --all)."""
     session = ctx.session
-    node = await stacks_node(session, arg)
+    everything, spec = stacks_args(arg)
+    targets = parse_ranks(spec, len(session.ranks), session.groups) if spec else None
+    node = await merged(session, targets, collapse=not everything)
     return Result(tuple(render(node, WIDTH)), stack=node)
+
+
+STACKS_OPTIONS = Options()
+STACKS_OPTIONS.add_argument("--all", action="store_true")
+STACKS_OPTIONS.add_argument("ranks", nargs="*")
+
+
+def stacks_args(arg: str) -> tuple[bool, str]:
+    """`:stacks`' `--all` (library frames unfolded) and its rank list (empty: the default targets)."""
+    read = STACKS_OPTIONS.read(split(arg))
+    return read.all, " ".join(read.ranks)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from ddptui.core.commands.plain_table import plain_table
 from ddptui.core.diagnosis.collective_records import WORLD, Record
 from ddptui.core.diagnosis.p2p import toward
 from ddptui.core.model.targets import name_ranks
@@ -65,18 +66,13 @@ def _when(row: Row) -> int:
 def _table(rows: Mapping[str, Row]) -> list[str]:
     """A header of the ranks involved, then `≠ label cell cell ...` per transfer."""
     ranks = sorted({rank for row in rows.values() for rank in row})
-    cells = {label: [_cell(row.get(rank)) for rank in ranks] for label, row in rows.items()}
-    widths = [
-        max([len(name_ranks([rank])), *(len(c[i]) for c in cells.values())]) for i, rank in enumerate(ranks)
-    ]
-    label_width = max([len(label) for label in rows] + [len("transfer")])
-    header = "  ".join(name_ranks([rank]).ljust(width) for rank, width in zip(ranks, widths, strict=True))
-    lines = [("  " + "transfer".rjust(label_width) + "  " + header).rstrip()]
-    for label, row in rows.items():
-        mark = "≠ " if len({(r.shapes, r.dtypes) for r in row.values()}) > 1 else "  "
-        text = "  ".join(cell.ljust(width) for cell, width in zip(cells[label], widths, strict=True))
-        lines.append((mark + label.rjust(label_width) + "  " + text).rstrip())
-    return lines
+    header = ["transfer", *(name_ranks([rank]) for rank in ranks)]
+    body = [[label, *(_cell(row.get(rank)) for rank in ranks)] for label, row in rows.items()]
+    marks = ["  "]
+    for row in rows.values():
+        marks.append("≠ " if len({(r.shapes, r.dtypes) for r in row.values()}) > 1 else "  ")
+    lines = plain_table(header, body, right={0})
+    return [(mark + line).rstrip() for mark, line in zip(marks, lines, strict=True)]
 
 
 def _cell(record: Record | None) -> str:

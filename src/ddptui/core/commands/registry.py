@@ -17,6 +17,7 @@ from ddptui.core.commands.sending import send as send
 from ddptui.core.commands.sending import sending_lines as sending_lines
 from ddptui.core.commands.table import COMMANDS as COMMANDS
 from ddptui.core.commands.table import commands as commands
+from ddptui.core.commands.words import UsageError
 from ddptui.core.model.targets import TargetError
 
 
@@ -30,3 +31,5 @@ async def run(ctx: Context, text: str) -> Result:
         return await entry.run(ctx, arg.strip())
     except TargetError as exc:
         return Result((str(exc),), error=True)
+    except UsageError as exc:
+        return Result((f"usage: {entry.usage} ({exc})",), error=True)

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from ddptui.core.commands.plain_table import plain_table
 from ddptui.core.commands.result import Result
 from ddptui.core.diagnosis.collective_records import WORLD, Record
 from ddptui.core.diagnosis.collectives import RankStatus, diagnose
@@ -30,7 +31,6 @@ R = TypeVar("R")
 
 ASK_TIMEOUT = 10.0
 """Seconds a rank has to say what it is about to enter (it reads its Flight Recorder)."""
-UNNAMED_GROUPS = frozenset({"", "undefined", "default_pg"})
 """Group descriptions torch gives a group no one named."""
 RELEASE_HINT = "!n runs it anyway"
 """How a held rank's user gets past the hold, as the rank prints it."""
@@ -143,7 +143,10 @@ def _named(stop: Stop, topology: Topology) -> Stop:
     if stop.record is None or stop.record.pg == WORLD:
         return stop
     return dataclasses.replace(
-        stop, record=dataclasses.replace(stop.record, pg_name=topology.group_name(stop.record.pg))
+        stop,
+        record=dataclasses.replace(
+            stop.record, pg_name=topology.group_name(stop.record.pg, stop.record.pg_desc)
+        ),
     )
 
 
@@ -218,8 +221,8 @@ def _group_finding(pg: str, group: list[Stop], states: Mapping[int, str], named:
     seqs = {stop.record.seq for stop in group if stop.record is not None}
     if len(seqs) > 1:
         parts = ", ".join(f"rank {stop.rank} {_entry(stop)}" for stop in group)
-        name = next((stop.record.pg_name for stop in group if stop.record is not None), "")
-        text = f"mismatch: the ranks stand before different collectives{_on(pg, name=name)}: {parts}"
+        record = next(stop.record for stop in group if stop.record is not None)
+        text = f"mismatch: the ranks stand before different collectives{_on(record)}: {parts}"
         return Finding(text, mismatch=True, problem=True, ranks=stopped)
     differ = _mismatch(group)
     if differ:
@@ -325,17 +328,15 @@ def _entry(stop: Stop) -> str:
 
 def _where(record: Record) -> str:
     """`#3`, or `#3 on tp group [2,3] (dp=1)` outside the default group."""
-    return f"#{record.seq}{_on(record.pg, record.pg_desc, record.pg_name)}"
+    return f"#{record.seq}{_on(record)}"
 
 
-def _on(pg: str, desc: str = "", name: str = "") -> str:
-    """` on tp group [2,3] (dp=1)` (the group's `name` in the user's words), else ` on group 1`, `
-    on group 3 (mesh_tp)` with a description of its own; nothing for the default group."""
-    if pg == WORLD:
+def _on(record: Record) -> str:
+    """` on tp group [2,3] (dp=1)`: the record's group as `Topology.group_name` names it (the name
+    the stop was given, else its own description: ` on group 3 (mesh_tp)`); nothing for the default group."""
+    if record.pg == WORLD:
         return ""
-    if (name and not name.startswith("group ")) or name.startswith("group ["):
-        return f" on {name}"
-    return f" on group {pg}" + (f" ({desc})" if desc and desc not in UNNAMED_GROUPS else "")
+    return f" on {record.pg_name or Topology().group_name(record.pg, record.pg_desc)}"
 
 
 def _grouped(states: Mapping[int, str]) -> str:
@@ -359,13 +360,7 @@ def table(stops: Sequence[Stop]) -> list[str]:
     rows: dict[tuple[str, ...], set[int]] = {}
     for stop in stops:
         rows.setdefault(_cells(stop), set()).add(stop.rank)
-    body = [(format_ranks(ranks), *cells) for cells, ranks in rows.items()]
-    widths = [max(len(row[i]) for row in [HEADER, *body] if len(row) > i + 1) for i in range(len(HEADER) - 1)]
-    lines = []
-    for row in [HEADER, *body]:
-        cells = [cell.ljust(widths[i]) if i < len(row) - 1 else cell for i, cell in enumerate(row)]
-        lines.append("  ".join(cells).rstrip())
-    return lines
+    return plain_table(HEADER, [(format_ranks(ranks), *cells) for cells, ranks in rows.items()])
 
 
 def _cells(stop: Stop) -> tuple[str, ...]:

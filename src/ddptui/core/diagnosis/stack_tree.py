@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from ddptui.core.diagnosis.collective_records import WORLD, Record, parse_log
 from ddptui.core.model.stacks import main_thread, parse_threads
-from ddptui.core.model.targets import name_ranks, parse_ranks
+from ddptui.core.model.targets import name_ranks
 from ddptui.core.model.text import inert
 from ddptui.core.session.session import Session
 from ddptui.core.transport.interface import RequestError
@@ -361,20 +361,6 @@ async def merged(session: Session, targets: Iterable[int] | None = None, collaps
     return merge(stacks, await pending(session, answered), collapse)
 
 
-async def stacks_lines(session: Session, arg: str = "", width: int = WIDTH) -> list[str]:
-    """`:stacks [--all] [RANKS]`: the merged tree as lines; `--all` keeps library frames unfolded."""
-    return render(await stacks_node(session, arg), width)
-
-
-async def stacks_node(session: Session, arg: str = "") -> Node:
-    """`:stacks [--all] [RANKS]`'s merged tree. Raises TargetError for anything else in `arg`."""
-    words = arg.split()
-    everything = "--all" in words
-    spec = " ".join(word for word in words if word != "--all")
-    targets = parse_ranks(spec, len(session.ranks), session.groups) if spec else None
-    return await merged(session, targets, collapse=not everything)
-
-
 __all__ = [
     "Node",
     "Stop",
@@ -389,5 +375,4 @@ __all__ = [
     "placeholder",
     "render",
     "sample",
-    "stacks_lines",
 ]

@@ -16,6 +16,8 @@ from ddptui.core.model.targets import format_ranks
 
 WORLD_NAME = "0"
 """The default process group's name."""
+UNNAMED_GROUPS = frozenset({"", "undefined", "default_pg"})
+"""Descriptions torch gives groups that say nothing of them."""
 
 
 @dataclass(frozen=True)
@@ -93,13 +95,14 @@ class Topology:
         where = self.where(rank)
         return f"rank {rank} ({where})" if where else f"rank {rank}"
 
-    def group_name(self, name: str) -> str:
-        """A group in the user's words: `tp group [2,3] (dp=1)`, `WORLD`, `group [0,1]`, `group 7`."""
+    def group_name(self, name: str, desc: str = "") -> str:
+        """A group in the user's words: `tp group [2,3] (dp=1)`, `WORLD`, `group [0,1]`, `group 7`;
+        a group not known yet with the description its op came with, `group 7 (mesh_tp)`."""
         group = self.groups.get(name)
         if name == WORLD_NAME or (group is not None and group.desc == "default_pg"):
             return "WORLD"
         if group is None:
-            return f"group {name}"
+            return f"group {name}" + (f" ({desc})" if desc not in UNNAMED_GROUPS else "")
         members = f"[{','.join(str(r) for r in group.ranks)}]"
         dim = self._mesh_dim(group)
         if dim is None:

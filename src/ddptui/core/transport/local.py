@@ -1,12 +1,12 @@
 """Ranks on this machine: a pty per rank (the one ptyprocess adapter), and ending them safely.
 
-`LocalRank` is the `RankTransport` of a rank ddptui spawned. `LocalJob` owns what the ranks of
-one session leave behind: it makes ddptui a child subreaper (so double-forked descendants stay
-under it), runs the watchdog that ends everything if ddptui dies, samples CPU use for the stall
-watch, and ends the ranks' process trees. Only processes that are provably the session's own are
-ever signalled: psutil checks each one's start time at the moment of signalling, and a process
-counts as ours when it descends from a live rank or carries the session's directory in its
-environment (which a stranger that reused a dead rank's pid does not).
+`LocalRank` is the `RankTransport` of a rank ddptui spawned (its terminal read by `PtyReader`).
+`LocalJob` owns what the ranks of one session leave behind: it makes ddptui a child subreaper (so
+double-forked descendants stay under it), runs the watchdog that ends everything if ddptui dies,
+samples CPU use for the stall watch, and ends the ranks' process trees. Only processes that are
+provably the session's own are ever signalled: psutil checks each one's start time at the moment of
+signalling, and a process counts as ours when it descends from a live rank or carries the session's
+directory in its environment (which a stranger that reused a dead rank's pid does not).
 """
 
 from __future__ import annotations
@@ -27,24 +27,12 @@ from ptyprocess import PtyProcess
 from ddptui.core.transport import home_cpu
 from ddptui.core.transport.channel import Connection
 from ddptui.core.transport.ending import kill_all, session_processes, signal_all
-from ddptui.core.transport.interface import RankTransport
-from ddptui.core.transport.pump import CLOSED, FLUSHED, PTY_CHUNK, Pump, Ring
+from ddptui.core.transport.pty_reader import PtyReader
+from ddptui.core.transport.pump import Pump
+from ddptui.core.transport.ring import Ring
 from ddptui.core.transport.usage import ProcessTable
 from ddptui.rank.protocol import STATE_DIR_ENV, Message
 
-READ_CAP = 1 << 14
-"""Bytes read from one pty per wake-up at most (ptys read on the loop, without the pump), so
-flooding ranks cannot starve the loop: a key waits behind every ready pty's reads, and a larger
-cap makes a pass over eight flooding ranks many times longer. At this size the ranks still drain
-about as fast as under tmux (`bench/ui_flood.py --no-pump`)."""
-TAKE_CAP = 1 << 13
-"""Bytes taken from one rank's ring per turn at most. The copy is cheap; what the UI does with
-the bytes is not (a pane's skip-ahead emulates inside `feed`): a larger take makes a key wait
-longer during a flood, and a smaller one does not slow the ranks, which a full ring holds back
-(`bench/ui_flood.py`: drain against tmux, key p99)."""
-EXIT_FLUSH = 2.0
-"""Seconds an exited rank waits for the pump to drain its pty (a child of the rank may hold the
-terminal open, and write, forever)."""
 REAP_POLL = 0.1
 """Seconds between looks for the ranks' exits where the kernel has no pidfd_open (before Linux
 5.3, or a container whose seccomp profile forbids it): the job asks waitpid of each on one timer."""
@@ -61,7 +49,7 @@ def become_subreaper() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-class LocalRank(RankTransport):
+class LocalRank(PtyReader):
     """A rank process in a pty of its own, with its link once it says hello."""
 
     def __init__(
@@ -73,7 +61,6 @@ class LocalRank(RankTransport):
         pump: Pump | None = None,
     ) -> None:
         """Spawn the rank; its pty is read by `pump` when given (and alive), else on this loop."""
-        super().__init__()
         columns, lines = size
         try:
             self._pty = PtyProcess.spawn(
@@ -89,20 +76,9 @@ class LocalRank(RankTransport):
         """Where faulthandler writes this rank's stack on SIGUSR1."""
         self.usage: tuple[float, bool] | None = None
         """The last CPU sample of the rank's tree (set by `LocalJob.sample`)."""
-        self._fd: int = self._pty.fd
-        self._closed = False
         self._pending = bytearray()
-        self._loop = asyncio.get_running_loop()
-        self._pump = pump
-        self._ring: Ring | None = None
-        self._key = -1
-        self._status: int | None = None
-        """The exit status, until the last bytes are in and it is handed over."""
-        self._exit_timer: asyncio.TimerHandle | None = None
-        if pump is not None and pump.alive:
-            self._key, self._ring = pump.add(self._fd, self._take, self._unpumped)
-        else:
-            self._loop.add_reader(self._fd, self._drain)
+        """Input the pty did not take yet."""
+        super().__init__(self._pty.fd, pump)
         self._pidfd: int | None = None
         try:
             self._pidfd = os.pidfd_open(self.pid)
@@ -124,11 +100,6 @@ class LocalRank(RankTransport):
         self.on_message(message)
 
     # -- the terminal -------------------------------------------------------------------------
-    @property
-    def closed(self) -> bool:
-        """True once the pty is closed."""
-        return self._closed
-
     def write(self, data: bytes) -> None:
         """Queue bytes for the pty; they are written as it accepts them."""
         if self._closed:
@@ -171,75 +142,6 @@ class LocalRank(RankTransport):
             with contextlib.suppress(OSError):
                 self._pty.setwinsize(lines, columns)
 
-    def _read(self) -> bytes:
-        """Read all the pty has (up to READ_CAP); marks the terminal closed on EIO or EOF.
-
-        A pty returns at most 4095 bytes a read and holds about 14 KiB before the writer blocks:
-        reading only once per wake-up would tie a rank's output speed to the UI's loop.
-        """
-        data = b""
-        while len(data) < READ_CAP and not self._closed:
-            try:
-                chunk = os.read(self._fd, 65536)
-            except BlockingIOError:
-                break
-            except OSError:
-                chunk = b""
-            if not chunk:
-                self._closed = True
-                self._loop.remove_reader(self._fd)
-                break
-            data = data + chunk if data else chunk  # one read nearly always has it all (a step's output)
-            if len(chunk) < PTY_CHUNK:
-                break
-        return data
-
-    def _drain(self) -> None:
-        """Read the pty as fast as it fills: a slow UI must never block a rank's writes."""
-        data = self._read()
-        if data:
-            self.on_output(data)
-
-    def _take(self) -> bool:
-        """Take what the pump put in the ring (a turn's share; all of it once the rank exited);
-        True while the ring holds more."""
-        ring = self._ring
-        assert ring is not None
-        closed, flushed = ring.slots[CLOSED], ring.slots[FLUSHED]  # first: bytes before them are in
-        if (closed or flushed) and self._status is not None:
-            self._exited()
-            return False
-        full = ring.unread() >= ring.size
-        data = ring.take(TAKE_CAP)
-        if full and self._pump is not None:
-            self._pump.room()
-        if data:
-            self.on_output(data)
-        if closed and not ring.unread():
-            self._closed = True
-        return self._ring is ring and ring.unread() > 0
-
-    def _unpumped(self) -> None:
-        """The pump is gone: take what it left, then read the pty here (no other reader is left)."""
-        self._take_all()
-        assert self._ring is not None
-        self._ring.close()
-        self._ring = None
-        if not self._closed:
-            self._loop.add_reader(self._fd, self._drain)
-        if self._status is not None:
-            self._exited()
-
-    def _take_all(self) -> None:
-        """Take all the ring holds (the rank exited, or the pump is gone); closed once the pump saw EOF."""
-        ring = self._ring
-        assert ring is not None
-        closed = bool(ring.slots[CLOSED])  # first: the bytes before EOF are in the ring by then
-        data = ring.take(ring.size)
-        self._closed = self._closed or closed
-        if data:
-            self.on_output(data)
-
     def reap(self) -> bool:
         """Collect the exit status once the process is gone, after its last output; True once gone."""
         try:
@@ -253,34 +155,12 @@ class LocalRank(RankTransport):
             os.close(self._pidfd)
             self._pidfd = None
         self._pty.terminated, self._pty.exitstatus = True, status
-        self._status = status
-        if self._ring is not None and self._pump is not None:
-            self._pump.flush(self._key)
-            self._exit_timer = self._loop.call_later(EXIT_FLUSH, self._exited)
-        else:
-            self._exited()
+        self._ended(status)
         return True
-
-    def _exited(self) -> None:
-        """Hand over the rank's last bytes, then its exit status (once)."""
-        status, self._status = self._status, None
-        if status is None:
-            return
-        if self._exit_timer is not None:
-            self._exit_timer.cancel()
-        if self._ring is not None:
-            self._take_all()
-        while not self._closed and self._ring is None and (data := self._read()):
-            self.on_output(data)
-        self.on_exit(os.waitstatus_to_exitcode(status))
 
     def close(self) -> None:
         """Stop reading the pty and close it."""
-        if self._ring is not None and self._pump is not None:
-            self._pump.forget(self._key)
-            self._ring.close()
-            self._ring = None
-        self._loop.remove_reader(self._fd)
+        self._stop_reading()
         self._loop.remove_writer(self._fd)
         if not self._pty.closed:
             self._pty.fileobj.close()

@@ -16,8 +16,9 @@ full ring stops the reading of its pty until ddptui takes from it, so the rank b
 slow terminal, and no byte is dropped. The pump ends on EOF (ddptui closed the socket or died),
 on its parent's death (`PR_SET_PDEATHSIG`) and when its parent changes.
 
-ddptui's side (`Pump`) keeps its own copy of every master fd for input and resizes, and never
-reads one while the pump holds it. The child side uses the standard library only.
+Each rank's bytes wait in a `ring.Ring`. ddptui's side (`Pump`) keeps its own copy of every master
+fd for input and resizes, and never reads one while the pump holds it. The child side uses the
+standard library only.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import mmap
 import os
 import platform
 import select
@@ -36,15 +36,8 @@ import sys
 import time
 from collections.abc import Callable
 
-HEADER = 64
-"""Bytes before a ring's data: four 64-bit slots, each written by one side only."""
-WRITTEN, TAKEN, CLOSED, FLUSHED = range(4)
-"""Slots: bytes the pump wrote (ever), bytes ddptui took (ever), the pump read EOF, the pump
-drained the pty after an `F` request."""
-RING_SIZE = 1 << 20
-"""Bytes a ring holds: a flooding rank runs this far ahead of the UI before it blocks. A larger ring
-lets ranks drain faster but makes keys wait longer: unthrottled writers take the UI's CPU on a
-2-core machine (`bench/ui_flood.py` times both)."""
+from ddptui.core.transport.ring import CLOSED, FLUSHED, HEADER, RING_SIZE, Ring
+
 PASS_CAP = 1 << 16
 """Bytes the pump reads from one pty per pass, so one rank cannot delay the others' wake-ups."""
 PTY_CHUNK = 4095
@@ -57,71 +50,6 @@ TURN_BUDGET = 0.004
 ORDERED_STORES = platform.machine().lower() in ("x86_64", "amd64")
 """True where a ring is safe: it relies on x86-64 keeping stores in order (Python has no memory
 barrier). Elsewhere (an ARM node such as a Grace Hopper) the ptys are read on the loop."""
-
-
-class Ring:
-    """A byte ring in shared memory: the pump writes at `WRITTEN`, ddptui takes at `TAKEN`.
-
-    Each counter only grows and has one writer; x86-64 keeps stores in order and an aligned
-    8-byte slot is written in one store, so a reader that sees a count also sees its bytes.
-    """
-
-    def __init__(self, fd: int, size: int) -> None:
-        self.size = size
-        self._map = mmap.mmap(fd, HEADER + size)
-        self.slots = memoryview(self._map)[:HEADER].cast("Q")
-        self.data = memoryview(self._map)[HEADER:]
-
-    @classmethod
-    def create(cls, size: int = RING_SIZE) -> tuple[Ring, int]:
-        """A new ring and the memfd to hand the pump (the caller closes it once sent)."""
-        fd = os.memfd_create("ddptui-ring", os.MFD_CLOEXEC)
-        os.ftruncate(fd, HEADER + size)
-        return cls(fd, size), fd
-
-    @classmethod
-    def available(cls) -> bool:
-        """True where a ring can be made: memfd_create (Linux 3.17 and later, a Python that has it)."""
-        try:
-            ring, fd = cls.create(mmap.PAGESIZE)
-        except (OSError, AttributeError):
-            return False
-        os.close(fd)
-        ring.close()
-        return True
-
-    def unread(self) -> int:
-        """Bytes written and not yet taken."""
-        return int(self.slots[WRITTEN] - self.slots[TAKEN])
-
-    def free(self) -> list[memoryview]:
-        """The free space as at most two views, in order (empty when the ring is full)."""
-        written, room = self.slots[WRITTEN], self.size - self.unread()
-        start = written % self.size
-        first = min(room, self.size - start)
-        views = [self.data[start : start + first], self.data[: room - first]]
-        return [view for view in views if len(view)]
-
-    def wrote(self, count: int) -> None:
-        """Publish `count` bytes just written into the free space (after the bytes themselves)."""
-        self.slots[WRITTEN] += count
-
-    def take(self, cap: int) -> bytes:
-        """Up to `cap` unread bytes, oldest first; their space is free again afterwards."""
-        taken = self.slots[TAKEN]
-        count = min(self.unread(), cap)
-        start = taken % self.size
-        first = min(count, self.size - start)
-        data = bytes(self.data[start : start + first]) + bytes(self.data[: count - first])
-        self.slots[TAKEN] = taken + count
-        return data
-
-    def close(self) -> None:
-        """Unmap (the other side's mapping stays valid); a view still held defers it to the GC."""
-        self.slots.release()
-        self.data.release()
-        with contextlib.suppress(BufferError):
-            self._map.close()
 
 
 # -- the pump process (standard library only) ---------------------------------------------------
