@@ -134,14 +134,27 @@ def test_ctrl_c_stops_a_running_until_and_leaves_every_rank_paused(ddptui: Runne
     assert "Traceback" not in out + err
 
 
+UNTIL = "usage: :until [--max-stops N] EXPR"
+DIVERGE = "usage: :until-diverge [--max-stops N] [--tol X] EXPR"
+
+
 @pytest.mark.parametrize(
     ("line", "error"),
     [
-        (":until", "usage: :until [--max-stops N] EXPR"),
-        (":until --max-stops 0 step", "--max-stops needs a whole number of stops above 0, not '0'"),
-        (":until --max-stops x step", "--max-stops needs a whole number of stops above 0, not 'x'"),
-        (":until --tol 1 step", "unknown option --tol (usage: :until [--max-stops N] EXPR)"),
-        (":until-diverge --tol abc step", "--tol needs a number, not 'abc'"),
+        (":until", "usage: :until [--max-stops N] EXPR (no EXPR)"),
+        (
+            ":until --max-stops 0 step",
+            f"{UNTIL} (argument --max-stops: needs a whole number of stops above 0, not '0')",
+        ),
+        (
+            ":until --max-stops x step",
+            f"{UNTIL} (argument --max-stops: needs a whole number of stops above 0, not 'x')",
+        ),
+        (":until --tol 1 step", "usage: :until [--max-stops N] EXPR (unrecognized arguments: --tol 1)"),
+        (
+            ":until-diverge --tol abc step",
+            f"{DIVERGE} (argument --tol: invalid float value: 'abc')",
+        ),
         (":until step >", "not run: step > is not a Python expression (invalid syntax)"),
     ],
 )

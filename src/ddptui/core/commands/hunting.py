@@ -4,19 +4,21 @@ lockstep, stop after stop (`hunt.Hunt`), and say where they stopped."""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ddptui.core.commands.context import Context
 from ddptui.core.commands.hunt import Check, Hunt
 from ddptui.core.commands.result import Result
-from ddptui.core.commands.table import COMMANDS, WIDTH, command
+from ddptui.core.commands.table import WIDTH, command
+from ddptui.core.commands.words import Options, UsageError, options_then_rest
 from ddptui.core.diagnosis.compare import Answer, compare
 from ddptui.core.model.targets import name_ranks
 
 
 @dataclass(frozen=True)
-class Options:
+class Hunting:
     """An `:until` line read: its expression and options."""
 
     expr: str
@@ -25,33 +27,40 @@ class Options:
 
 
 class OptionError(ValueError):
-    """An `:until` line that does not read; the message is one line for the user."""
+    """An `:until` line whose EXPR is not Python; the message is one line for the user."""
 
 
-def read_options(name: str, arg: str, default_stops: int, tol: bool = False) -> Options:
-    """`[--max-stops N] [--tol X] EXPR` (`--tol` only where `tol`); raise OptionError."""
-    max_stops, tolerance, rest = default_stops, None, arg.strip()
-    while rest.startswith("--"):
-        option, value, rest = [*rest.split(None, 2), "", ""][:3]
-        if option == "--max-stops":
-            if not value.isdigit() or int(value) < 1:
-                raise OptionError(f"--max-stops needs a whole number of stops above 0, not {value!r}")
-            max_stops = int(value)
-        elif option == "--tol" and tol:
-            try:
-                tolerance = float(value)
-            except ValueError:
-                raise OptionError(f"--tol needs a number, not {value!r}") from None
-        else:
-            raise OptionError(f"unknown option {option} (usage: {COMMANDS[name].usage})")
+def _stops(text: str) -> int:
+    """A `--max-stops` value: a whole number above 0."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"needs a whole number of stops above 0, not {text!r}")
+    return int(text)
+
+
+def _parser(tol: bool) -> Options:
+    parser = Options()
+    parser.add_argument("--max-stops", type=_stops)
+    if tol:
+        parser.add_argument("--tol", type=float)
+    return parser
+
+
+UNTIL_OPTIONS, DIVERGE_OPTIONS = _parser(tol=False), _parser(tol=True)
+
+
+def read_options(name: str, arg: str, default_stops: int, tol: bool = False) -> Hunting:
+    """`[--max-stops N] [--tol X] EXPR` (`--tol` only where `tol`); raise UsageError for the
+    options, OptionError for an EXPR that is not Python."""
+    words, rest = options_then_rest(arg, valued={"--max-stops", "--tol"})
+    read = (DIVERGE_OPTIONS if tol else UNTIL_OPTIONS).read(words)
     if not rest:
-        raise OptionError(f"usage: {COMMANDS[name].usage}")
+        raise UsageError("no EXPR")
     try:
         compile(rest, "<expr>", "eval", dont_inherit=True)
     except (SyntaxError, ValueError) as exc:
         reason = exc.msg if isinstance(exc, SyntaxError) else str(exc)
         raise OptionError(f"not run: {rest} is not a Python expression ({reason})") from None
-    return Options(rest, max_stops, tolerance)
+    return Hunting(rest, read.max_stops or default_stops, getattr(read, "tol", None))
 
 
 async def _hunt(ctx: Context, name: str, arg: str, diverge: bool) -> Result:
