@@ -1,7 +1,7 @@
-"""A 4-rank DDP job (gloo, CPU) without any breakpoint(): rank 2's loss turns NaN at step 3.
+"""A 4-rank DDP job (gloo, CPU) that never calls the debugger: rank 2's loss turns NaN at step 3.
 
-Tests find the loss line by its comment to break there (`--break nan_rank2.py:LINE,loss.isnan().any()` stops
-rank 2 only, at step 3).
+Tests find the loss line by its comment and break on the line after it, where `loss` is defined
+(`--break nan_rank2.py:LINE,loss.isnan().any()` stops rank 2 only, at step 3).
 """
 
 import torch
