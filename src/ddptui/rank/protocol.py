@@ -1,11 +1,12 @@
 """The rank ↔ core protocol: typed, versioned messages as JSON lines. Standard library only.
 
 Imported by both sides. Ranks send events (`Hello`, `Paused`, `Running`, `Crashed`, `Exited`) and
-`Reply`s; the core sends `Request`s, each answered by one `Reply` with the same id. Ranks of a job
-ddptui did not spawn carry their terminal over the link too (`Output` out, `Input` and `Resize`
-in), and a rank that starts ranks of its own says so (`StartsRanks`). The first
-message of every connection is a `Hello` carrying the session's secret token: nothing sent before
-a good `Hello`, or on a connection whose token is wrong, is believed.
+`Reply`s; the core answers the hello (`Welcome`: taken, or refused and why) and sends `Request`s,
+each answered by one `Reply` with the same id. Ranks of a job ddptui did not spawn carry their
+terminal over the link too (`Output` out, `Input` and `Resize` in), and a rank that starts ranks
+of its own says so (`StartsRanks`). The first message of every connection is a `Hello` carrying
+the session's secret token: nothing sent before a good `Hello`, or on a connection whose token is
+wrong, is believed.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import os
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar
 
-VERSION = 1
-"""Bumped on any incompatible change of a message."""
+VERSION = 2
+"""Bumped on any incompatible change of a message (2: the core answers every hello with a `Welcome`)."""
 
 SOCKET_ENV = "DDPTUI_SOCKET"
 """Environment variable holding where the core listens: its unix socket's path, or `tcp:HOST:PORT`."""
@@ -204,6 +205,18 @@ class Hello(Message):
     version: int
     token: str
     identity: Identity
+    restarts: int = 0
+    """How often the job's launcher restarted its workers before this one (torchrun's
+    `TORCHELASTIC_RESTART_COUNT`)."""
+
+
+@dataclass(frozen=True)
+class Welcome(Message):
+    """The core's answer to a `Hello`, its first message on a link: the rank is taken, or `refused`
+    says why not (the rank then runs undebugged, and its `breakpoint()` stops nothing)."""
+
+    KIND: ClassVar[str] = "welcome"
+    refused: str = ""
 
 
 @dataclass(frozen=True)
@@ -320,7 +333,20 @@ class StartsRanks(Message):
 
 MESSAGES: dict[str, type[Message]] = {
     cls.KIND: cls
-    for cls in (Hello, Paused, Running, Crashed, Exited, Request, Reply, Output, Input, Resize, StartsRanks)
+    for cls in (
+        Hello,
+        Welcome,
+        Paused,
+        Running,
+        Crashed,
+        Exited,
+        Request,
+        Reply,
+        Output,
+        Input,
+        Resize,
+        StartsRanks,
+    )
 }
 
 _CHECKS: dict[str, Any] = {

@@ -263,6 +263,9 @@ async def run_line(ctx: Context, line: str, transcript: Transcript) -> bool:
         return True
     if parsed.kind == "empty":
         return True
+    if parsed.kind == "pdb" and await session.arrivals.wait_restarted():
+        await session.wait_settled(range(len(session.ranks)))
+        transcript.flush()  # the new processes' first prompts, as at the start
     if parsed.kind == "pdb" and all_gone(session):
         transcript.unsent.append(line.strip())
         return True
