@@ -125,6 +125,8 @@ class Arrivals:
         session = self._session
         if not session.ranks and hello.identity.world_size > 0:
             self._world(hello.identity.world_size)
+        if session.resources.closing:
+            return "ddptui is ending the job"
         refused = wrap.refusal(session.ranks, hello)
         if refused is not None:
             return refused
