@@ -197,16 +197,6 @@ class Session:
             return
         rank.on_message(message)
 
-    # -- wrap mode: the job's own launcher, and ranks that arrive (see `Arrivals`) -----------
-    async def wait_launcher(self, timeout: float = 10.0) -> None:
-        """Wrap mode: once no rank is alive, give the launcher `timeout` seconds to exit on its own."""
-        await self.arrivals.wait_launcher(timeout)
-
-    async def wait_started(self) -> None:
-        """Wrap mode: wait until the job's ranks connected (at most ARRIVAL_GRACE after the first one),
-        or its launcher is gone."""
-        await self.arrivals.wait_started()
-
     def _fatal(self, rank: Rank) -> str | None:
         """Show the stack a rank dumped as it died of a fatal signal; say where it died."""
         try:
