@@ -132,7 +132,7 @@ class Arrivals:
             return refused
         rank = session.ranks[hello.identity.rank]
         if rank.transport.linked:  # its process is gone: the launcher restarted the job
-            self._next_attempt(rank, hello.restarts)
+            self.next_attempt(rank, hello.restarts)
         transport = rank.transport
         assert isinstance(transport, LinkedRank)
         transport.link(connection, hello)
@@ -140,7 +140,7 @@ class Arrivals:
         self._arrived_at = self._arrived_at or time.monotonic()
         return None
 
-    def _next_attempt(self, rank: Rank, restarts: int) -> None:
+    def next_attempt(self, rank: Rank, restarts: int) -> None:
         """A new process takes a rank whose process is gone: the pane goes on under a line that
         says which attempt this is, and the rank's state starts again."""
         session = self._session
