@@ -231,6 +231,59 @@ def test_a_process_without_ranks_is_one_line_and_status_2() -> None:
     assert done.stderr.count("\n") == 1
 
 
+def test_a_zombie_is_said_to_be_one_in_one_line_and_status_2() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        assert wait_for(lambda: psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE, timeout=30)
+        done = attach(str(child.pid))
+    finally:
+        child.wait()
+    said = (
+        f"ddptui: error: pid {child.pid} is a zombie (exited, not yet reaped by its parent {os.getpid()})\n"
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", said)
+
+
+def test_a_command_line_with_newlines_is_said_on_one_line() -> None:
+    sleeper = subprocess.Popen(
+        [sys.executable, "-c", "import time\ntime.sleep(30)"], env={"PATH": "/usr/bin"}
+    )
+    try:
+        done = attach(str(sleeper.pid))
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"ddptui: error: neither pid {sleeper.pid} (-c import time\\ntime.sleep(30)) "
+        "nor a child of it has RANK in its environment\n"
+    )
+
+
+def test_the_heading_names_a_launcher_with_newlines_on_one_line() -> None:
+    code = (
+        "import os, subprocess, sys\n"
+        "env = dict(os.environ, RANK='0', WORLD_SIZE='1')\n"
+        "subprocess.run([sys.executable, '-c', 'import time; time.sleep(60)'], env=env)"
+    )
+    launcher = subprocess.Popen([sys.executable, "-c", code], env={"PATH": "/usr/bin"})
+    try:
+        assert wait_for(lambda: psutil.Process(launcher.pid).children(), timeout=30)
+        done = attach(str(launcher.pid))
+    finally:
+        for child in psutil.Process(launcher.pid).children():
+            child.kill()
+        launcher.kill()
+        launcher.wait()
+    assert done.returncode == 0, done.stderr
+    shown = ("-c " + code.replace("\n", "\\n"))[:59] + "…"
+    assert done.stdout.splitlines()[0] == (
+        f"ddptui: attached read-only to pid {launcher.pid} ({shown}): "
+        f"rank 0 of world size 1 on {socket.gethostname()}"
+    ), done.stdout
+    assert not any(line.startswith(("env = ", "subprocess.run")) for line in done.stdout.splitlines())
+
+
 def views(*stacks: list[Frame] | None, cpu: float = 0.0) -> list[RankView]:
     """RankViews of ranks 0..N-1 with these stacks (innermost first), all idle."""
     job = ("", "127.0.0.1", "29500")

@@ -23,7 +23,7 @@ from ddptui.core.transport.interface import RequestError
 from ddptui.core.transport.local import LocalRank
 from ddptui.rank import protocol
 from ddptui.rank.asks import Ask, Eval, Stack, ThreadStack
-from ddptui.rank.protocol import Frame, Hello, Identity, Paused
+from ddptui.rank.protocol import Frame, Hello, Identity, Paused, Welcome
 
 TIMEOUT = 60
 R = TypeVar("R")
@@ -157,7 +157,11 @@ async def test_links_without_the_token_get_nothing_and_are_logged(tmp_path: Path
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
         identity = Identity(0, 0, 1, "host", os.getpid())
         forged = Paused(Frame("/evil.py", 1, "evil"))
-        for first in (Hello(1, "wrong-token", identity).encode(), forged.encode(), b"garbage\n"):
+        for first in (
+            Hello(protocol.VERSION, "wrong-token", identity).encode(),
+            forged.encode(),
+            b"garbage\n",
+        ):
             sock = _connect(path)
             sock.sendall(first + forged.encode())
             assert await _closed_by_server(sock)
@@ -168,14 +172,30 @@ async def test_links_without_the_token_get_nothing_and_are_logged(tmp_path: Path
         assert "wrong token" in refused[0] and "paused before hello" in refused[1]
 
 
-async def test_right_token_but_not_a_rank_is_closed(tmp_path: Path) -> None:
+async def _read_to_end(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection (at most 5 s)."""
+    sock.setblocking(False)
+    loop = asyncio.get_running_loop()
+    data = b""
+    async with asyncio.timeout(5):
+        while chunk := await loop.sock_recv(sock, 4096):
+            data += chunk
+    return data
+
+
+async def test_right_token_but_not_a_rank_is_told_why_and_closed(tmp_path: Path) -> None:
     async with running_session(SCRIPTS / "states.py", "prompt", str(tmp_path / "go"), nproc=1) as session:
         await reach(session, "prompt")
         token = session.resources.server.token  # type: ignore[union-attr]
         sock = _connect(os.path.join(session.state_dir, "channel.sock"))
-        sock.sendall(Hello(1, token, Identity(0, 0, 1, "host", 1)).encode())
-        assert await _closed_by_server(sock)
-        assert any("claiming rank 0: not a rank of this session" in n for n in session.notices)
+        sock.sendall(Hello(protocol.VERSION, token, Identity(0, 0, 1, "host", 1)).encode())
+        said = await _read_to_end(sock)
+        assert [protocol.decode(line) for line in said.splitlines()] == [
+            Welcome(refused="not a rank of this session")
+        ]
+        assert session.notices[-1] == (
+            f"rank 0 (pid {os.getpid()}) refused: not a rank of this session; it runs undebugged"
+        )
 
 
 async def test_a_protocol_version_mismatch_is_one_clear_line(tmp_path: Path) -> None:
@@ -187,7 +207,7 @@ async def test_a_protocol_version_mismatch_is_one_clear_line(tmp_path: Path) -> 
         assert await _closed_by_server(sock)
         assert session.notices[-1] == (
             f"refused a connection from pid {os.getpid()}: rank 3 speaks ddptui protocol v99, this ddptui "
-            "speaks v1: run the ranks with the same ddptui as the front end"
+            f"speaks v{protocol.VERSION}: run the ranks with the same ddptui as the front end"
         )
 
 

@@ -153,6 +153,8 @@ def run(argv: list[str]) -> int:
     topology.track_meshes()
     spawns.refuse_in_rank(link.send, StartsRanks(spawns.LAUNCHER))
     link.connect(identity(rank), answer_later)
+    if link.refused is not None:  # ddptui said why; the rank runs undebugged
+        debugger.detach(lambda: None)
     try:
         if argv[0] == "-m":
             sys.argv = [argv[1], *argv[2:]]

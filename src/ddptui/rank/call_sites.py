@@ -9,7 +9,7 @@ import functools
 import os
 import sys
 
-from ddptui.rank.protocol import is_ddptui, is_library
+from ddptui.rank.paths import is_ddptui, is_library
 
 
 @functools.lru_cache(maxsize=4096)

@@ -14,6 +14,7 @@ from typing import Any
 
 from ddptui.rank.hooks import when_imported
 from ddptui.rank.link import link
+from ddptui.rank.paths import is_library
 from ddptui.rank.prompt_terminal import (
     HeldOutput,
     buffer_prompts,
@@ -21,7 +22,7 @@ from ddptui.rank.prompt_terminal import (
     reads_terminal,
     restore_terminal,
 )
-from ddptui.rank.protocol import PLAIN_INPUT_ENV, PLAIN_UNTIL_EDITED, RANK_ENV, Frame, is_library, paused_line
+from ddptui.rank.protocol import PLAIN_INPUT_ENV, PLAIN_UNTIL_EDITED, RANK_ENV, Frame, paused_line
 from ddptui.rank.skips import Skips
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))

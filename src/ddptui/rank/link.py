@@ -21,10 +21,15 @@ import threading
 from collections.abc import Callable
 
 from ddptui.rank import protocol
-from ddptui.rank.protocol import TCP_PREFIX, Hello, Identity, Message, ProtocolError, Request
+from ddptui.rank.protocol import TCP_PREFIX, Hello, Identity, Message, ProtocolError, Request, Welcome
 
 CONNECT_TIMEOUT = 10.0
 """Seconds a rank tries to reach a `ddptui listen` over TCP before it runs undebugged."""
+WELCOME_TIMEOUT = 15.0
+"""Seconds a rank waits for the core's answer to its hello before it runs undebugged (the core
+drops a connection that says no hello in 10 s: it answers a good one well before)."""
+RESTART_COUNT_ENV = "TORCHELASTIC_RESTART_COUNT"
+"""How often torchrun restarted its workers before this one (said in the hello)."""
 
 Answerer = Callable[[Request, Callable[[Message], None]], None]
 """What answers the core's requests (`ddptui.rank.requests.answer_later`), given at `connect`: it
@@ -44,11 +49,29 @@ class Link:
         self._mark_prefix = b""
         self._mark: bytes | None = None
         """`MARK_INTRO KEY ;` when this process's stdout is a terminal the core reads, else None."""
-        self.on_message: Callable[[Message], None] | None = None
-        """Called on the link's thread with every message from the core that is not a `Request`."""
+        self._sink: Callable[[Message], None] | None = None
+        self._early: list[Message] = []
+        """Messages that came before `on_message` was set (a size, sent as the core took the rank)."""
+        self._sink_lock = threading.Lock()
         self.on_lost: Callable[[], None] | None = None
         """Called on the link's thread when the core hangs up first (it quit, or the network failed)."""
+        self.refused: str | None = None
+        """Why the core did not take this process as a rank (it runs undebugged), once it said so."""
         os.register_at_fork(after_in_child=self._forget)
+
+    @property
+    def on_message(self) -> Callable[[Message], None] | None:
+        """Called on the link's thread with every message from the core that is not a `Request`."""
+        return self._sink
+
+    @on_message.setter
+    def on_message(self, sink: Callable[[Message], None] | None) -> None:
+        """Set the receiver, and hand it what came before it, first."""
+        with self._sink_lock:
+            self._sink = sink
+            early, self._early = self._early, []
+            for message in early if sink is not None else ():
+                sink(message)  # type: ignore[misc]
 
     @property
     def connected(self) -> bool:
@@ -56,19 +79,30 @@ class Link:
         return self._sock is not None
 
     def connect(self, identity: Identity, answer: Answerer) -> None:
-        """Say hello and start serving requests through `answer`; a failure leaves the rank
-        undebugged, not dead."""
-        if not self._path:
+        """Say hello, wait for the core to take this process as its rank, then serve requests
+        through `answer`; a failure or a refusal leaves the rank undebugged, not dead."""
+        if not self._path or self.refused is not None:
             return
         try:
             sock = open_socket(self._path)
         except (OSError, ValueError):
             return
+        restarts = os.environ.get(RESTART_COUNT_ENV, "")
+        hello = Hello(protocol.VERSION, self._token, identity, int(restarts) if restarts.isdigit() else 0)
+        try:
+            sock.sendall(hello.encode())
+            rest = _welcomed(sock)
+        except (OSError, ProtocolError) as exc:
+            self.refused = str(exc) or "no answer"
+            sock.close()
+            return
         self._sock = sock
         self._mark_prefix = protocol.MARK_INTRO + protocol.mark_key(self._token) + b";"
         self.terminal_changed()
-        self.send(Hello(protocol.VERSION, self._token, identity))
-        threading.Thread(target=self._serve, args=(sock, answer), name="ddptui-link", daemon=True).start()
+        serve = threading.Thread(
+            target=self._serve, args=(sock, answer, rest), name="ddptui-link", daemon=True
+        )
+        serve.start()
 
     def send(self, message: Message) -> None:
         """Send one message; never raises, because the debugged program must not die of the debugger."""
@@ -112,12 +146,18 @@ class Link:
         data = mark + line[:-1] + protocol.MARK_END
         return data if len(data) <= protocol.MAX_MARK else None
 
-    def _serve(self, sock: socket.socket, answer: Answerer) -> None:
-        """Read requests until the core hangs up; `answer` answers each (on a thread of its own)."""
+    def _serve(self, sock: socket.socket, answer: Answerer, chunk: bytes = b"") -> None:
+        """Read requests until the core hangs up; `answer` answers each (on a thread of its own).
+        `chunk`: what the core sent after its welcome, read with it."""
         buffer = b""
         readable = select.poll()
         readable.register(sock, select.POLLIN)
         while True:
+            *lines, buffer = (buffer + chunk).split(b"\n")
+            if len(buffer) > protocol.MAX_LINE:
+                buffer = b""
+            for line in lines:
+                self._handle(line, answer)
             try:
                 # Wait in poll, not in recv: a thread blocked in recv on a unix socket is woken
                 # each time the core reads what this rank sent (a wake-up per rank per step).
@@ -130,18 +170,22 @@ class Link:
                 if not self._hung_up and self.on_lost is not None:
                     self.on_lost()  # the core hung up (or the network did), not this process
                 return
-            *lines, buffer = (buffer + chunk).split(b"\n")
-            if len(buffer) > protocol.MAX_LINE:
-                buffer = b""
-            for line in lines:
-                try:
-                    message = protocol.decode(line)
-                except ProtocolError:
-                    continue
-                if isinstance(message, Request):
-                    answer(message, self.send)
-                elif self.on_message is not None:
-                    self.on_message(message)
+
+    def _handle(self, line: bytes, answer: Answerer) -> None:
+        """One line from the core: a request to answer, or a message for `on_message`."""
+        try:
+            message = protocol.decode(line)
+        except ProtocolError:
+            return
+        if isinstance(message, Request):
+            answer(message, self.send)
+            return
+        with self._sink_lock:
+            sink = self._sink
+            if sink is None:
+                self._early = [*self._early[-15:], message]
+                return
+        sink(message)
 
     def close(self) -> None:
         """Hang up for good (a shutdown: the core sees the end even while forked children hold the socket)."""
@@ -155,6 +199,31 @@ class Link:
     def _forget(self) -> None:
         """In a forked child: the socket belongs to the parent, whose rank this process is not."""
         self._sock = self._mark = None
+
+
+def _welcomed(sock: socket.socket) -> bytes:
+    """Read the core's `Welcome`; return what came after it. Raises ProtocolError (the core's
+    reason, or what went wrong) unless the core took this process as its rank."""
+    sock.settimeout(WELCOME_TIMEOUT)
+    data = b""
+    while b"\n" not in data:
+        try:
+            chunk = sock.recv(65536)
+        except TimeoutError:
+            raise ProtocolError(f"ddptui did not answer in {WELCOME_TIMEOUT:g} s") from None
+        if not chunk:
+            raise ProtocolError("ddptui closed the link")
+        data += chunk
+        if len(data) > protocol.MAX_LINE:
+            raise ProtocolError("ddptui's answer is too long")
+    sock.settimeout(None)
+    line, _, rest = data.partition(b"\n")
+    welcome = protocol.decode(line)
+    if not isinstance(welcome, Welcome):
+        raise ProtocolError(f"ddptui answered {welcome.KIND}")
+    if welcome.refused:
+        raise ProtocolError(welcome.refused)
+    return rest
 
 
 def _write_all(data: bytes) -> bool:

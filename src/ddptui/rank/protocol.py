@@ -1,23 +1,25 @@
 """The rank ↔ core protocol: typed, versioned messages as JSON lines. Standard library only.
 
 Imported by both sides. Ranks send events (`Hello`, `Paused`, `Running`, `Crashed`, `Exited`) and
-`Reply`s; the core sends `Request`s, each answered by one `Reply` with the same id. Ranks of a job
-ddptui did not spawn carry their terminal over the link too (`Output` out, `Input` and `Resize`
-in), and a rank that starts ranks of its own says so (`StartsRanks`). The first
-message of every connection is a `Hello` carrying the session's secret token: nothing sent before
-a good `Hello`, or on a connection whose token is wrong, is believed.
+`Reply`s; the core answers the hello (`Welcome`: taken, or refused and why) and sends `Request`s,
+each answered by one `Reply` with the same id. Ranks of a job ddptui did not spawn carry their
+terminal over the link too (`Output` out, `Input` and `Resize` in), and a rank that starts ranks
+of its own says so (`StartsRanks`). The first message of every connection is a `Hello` carrying
+the session's secret token: nothing sent before a good `Hello`, or on a connection whose token is
+wrong, is believed.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import os
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar
 
-VERSION = 1
-"""Bumped on any incompatible change of a message."""
+from ddptui.rank.paths import short_path
+
+VERSION = 2
+"""Bumped on any incompatible change of a message (2: the core answers every hello with a `Welcome`)."""
 
 SOCKET_ENV = "DDPTUI_SOCKET"
 """Environment variable holding where the core listens: its unix socket's path, or `tcp:HOST:PORT`."""
@@ -61,54 +63,6 @@ def mark_key(token: str) -> bytes:
 
 class ProtocolError(ValueError):
     """A line that is not a well-formed message of this protocol version."""
-
-
-@functools.lru_cache(maxsize=1024)
-def short_path(path: str) -> str:
-    """A path as users read it: relative to the working directory when inside it, else the name.
-
-    Cached: the working directory of a ddptui process never changes, and views ask on every redraw.
-    """
-    if not os.path.isabs(path):
-        return path
-    rel = os.path.relpath(path)
-    return os.path.basename(path) if rel.startswith("..") else rel
-
-
-_DDPTUI_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_DEMO_DIR = os.path.join(_DDPTUI_DIR, "demo") + os.sep
-
-
-@functools.cache
-def _library_dirs() -> tuple[str, ...]:
-    """The interpreter's library directories (worked out at the first frame looked at, not at every
-    rank's start: sysconfig's paths take 1-1.5 ms, and torch does not import sysconfig)."""
-    import sysconfig
-
-    return tuple({sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")})
-
-
-def is_ddptui(path: str) -> bool:
-    """True for ddptui's own code; the bundled demo is user code like any other script."""
-    return path.startswith(_DDPTUI_DIR) and not path.startswith(_DEMO_DIR)
-
-
-_RENDEZVOUS = os.path.join("torch", "distributed", "rendezvous.py")
-
-
-def creates_store(path: str, func: str) -> bool:
-    """True for torch's `_create_c10d_store`, where a rank makes its rendezvous store (and a client
-    retries its connect with a growing backoff)."""
-    return func == "_create_c10d_store" and path.endswith(_RENDEZVOUS)
-
-
-def is_library(path: str) -> bool:
-    """True for frames outside the user's code: stdlib, site-packages, frozen modules, ddptui."""
-    if is_ddptui(path):
-        return True
-    if path.startswith(_DEMO_DIR):
-        return False
-    return path.startswith(("<", *_library_dirs())) or "/site-packages/" in path or "/dist-packages/" in path
 
 
 @dataclass(frozen=True)
@@ -204,6 +158,18 @@ class Hello(Message):
     version: int
     token: str
     identity: Identity
+    restarts: int = 0
+    """How often the job's launcher restarted its workers before this one (torchrun's
+    `TORCHELASTIC_RESTART_COUNT`)."""
+
+
+@dataclass(frozen=True)
+class Welcome(Message):
+    """The core's answer to a `Hello`, its first message on a link: the rank is taken, or `refused`
+    says why not (the rank then runs undebugged, and its `breakpoint()` stops nothing)."""
+
+    KIND: ClassVar[str] = "welcome"
+    refused: str = ""
 
 
 @dataclass(frozen=True)
@@ -320,7 +286,20 @@ class StartsRanks(Message):
 
 MESSAGES: dict[str, type[Message]] = {
     cls.KIND: cls
-    for cls in (Hello, Paused, Running, Crashed, Exited, Request, Reply, Output, Input, Resize, StartsRanks)
+    for cls in (
+        Hello,
+        Welcome,
+        Paused,
+        Running,
+        Crashed,
+        Exited,
+        Request,
+        Reply,
+        Output,
+        Input,
+        Resize,
+        StartsRanks,
+    )
 }
 
 _CHECKS: dict[str, Any] = {

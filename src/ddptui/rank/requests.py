@@ -52,6 +52,7 @@ from ddptui.rank.asks import (
     kind_of,
 )
 from ddptui.rank.evaluation import answer as answer_eval
+from ddptui.rank.paths import creates_store, is_library
 from ddptui.rank.protocol import (
     PLAIN_INPUT_ENV,
     PLAIN_UNTIL_EDITED,
@@ -60,8 +61,6 @@ from ddptui.rank.protocol import (
     Message,
     Reply,
     Request,
-    creates_store,
-    is_library,
 )
 from ddptui.rank.skips import Skips
 

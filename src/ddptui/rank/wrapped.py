@@ -73,7 +73,7 @@ def become_rank(rank: int, local_rank: int | None, world_size: int | None) -> bo
     with _lock:
         if relay is not None:
             return True
-        if os.environ.get(OWNER_ENV) or (link.connected and relay is None):
+        if os.environ.get(OWNER_ENV) or link.refused is not None or (link.connected and relay is None):
             return False
         os.environ[RANK_ENV] = str(rank)
         os.environ[OWNER_ENV] = str(os.getpid())
@@ -169,7 +169,10 @@ def _early_rank() -> bool:
 
 
 def breakpointhook(*args: Any, **kwargs: Any) -> None:
-    """PYTHONBREAKPOINT of a wrapped job: a rank's RankPdb; pdb on its own terminal elsewhere."""
+    """PYTHONBREAKPOINT of a wrapped job: a rank's RankPdb; pdb on its own terminal elsewhere;
+    nothing in a process ddptui refused as a rank (its prompt would sit where nobody reads)."""
+    if link.refused is not None:
+        return
     frame = sys._getframe().f_back
     if _early_rank():
         debugger.RankPdb().set_trace(frame)

@@ -58,8 +58,9 @@ def grid_shape(count: int) -> tuple[int, int]:
 
 def dress_pane(pane: RankPane, state: RankState, rank: Rank | None, label: str = "") -> RankPane:
     """Title and classes of a rank's pane for its state (mounted or not); `label` names the rank
-    (`rank 3 (dp 1, tp 1)`), its number when empty."""
-    pane.border_title = Text(inert(f"{label or f'rank {pane.rank}'} · {state.describe()}"))
+    (`rank 3 (dp 1, tp 1)`), its number when empty; a rank its launcher restarted says its attempt."""
+    attempt = f" · attempt {rank.attempt}" if rank is not None and rank.attempts else ""
+    pane.border_title = Text(inert(f"{label or f'rank {pane.rank}'}{attempt} · {state.describe()}"))
     who = rank.identity if rank is not None else None
     if rank is not None:
         pane.source = rank.output  # a skipped flood's scrollback is emulated again from it

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from ddptui.core.model.text import inert
+from ddptui.core.model.text import one_line
 
 _JOB_ENV = ("TORCHELASTIC_RUN_ID", "MASTER_ADDR", "MASTER_PORT")
 
@@ -72,6 +72,8 @@ def find_job(pid: int) -> Job:
     """The job PID is, or runs: its rank processes. Raise AttachError when there are none."""
     try:
         process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            raise psutil.ZombieProcess(pid)
         try:
             itself = RankProcess.of(process)
         except psutil.AccessDenied:
@@ -79,8 +81,19 @@ def find_job(pid: int) -> Job:
         if itself is None:
             return job_under(process)
         return job_under(_launcher(itself), itself.job)
+    except psutil.ZombieProcess:
+        raise AttachError(_zombie(pid)) from None
     except psutil.NoSuchProcess:
         raise AttachError(f"no such process: {pid}") from None
+
+
+def _zombie(pid: int) -> str:
+    """What to say of a process that exited and is not reaped yet: its status is all that is left."""
+    try:
+        parent = f"its parent {psutil.Process(pid).ppid()}"
+    except psutil.Error:
+        parent = "its parent"
+    return f"pid {pid} is a zombie (exited, not yet reaped by {parent})"
 
 
 def _launcher(rank: RankProcess) -> psutil.Process:
@@ -150,12 +163,13 @@ def _int(text: str | None) -> int | None:
 
 
 def describe_process(process: psutil.Process) -> str:
-    """A process's command line, without the interpreter, shortened: `torchrun --nproc-per-node 2 …`."""
+    """A process's command line, without the interpreter, shortened, on one line (newlines shown
+    as `\\n`): `torchrun --nproc-per-node 2 …`."""
     try:
         argv = process.cmdline() or [process.name()]
     except psutil.Error:
         return "?"
     if len(argv) > 1 and os.path.basename(argv[0]).startswith("python"):
         argv = argv[1:]
-    text = " ".join([os.path.basename(argv[0]), *argv[1:]])
-    return inert(text if len(text) <= 60 else text[:59] + "…")
+    text = one_line(" ".join([os.path.basename(argv[0]), *argv[1:]]))
+    return text if len(text) <= 60 else text[:59] + "…"

@@ -17,7 +17,8 @@ import psutil
 from ddptui.core.attach.job import Job, RankProcess
 from ddptui.core.attach.py_spy import NOT_INSTALLED, NOT_PERMITTED, StackError, read_stack
 from ddptui.core.model.stacks import blocked_at
-from ddptui.rank.protocol import Frame, is_library
+from ddptui.rank.paths import is_library
+from ddptui.rank.protocol import Frame
 
 CPU_SAMPLE = 0.3
 """Seconds over which each rank's CPU use is measured."""

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from ddptui.core.attach.look import RankView
 from ddptui.core.model.targets import name_ranks
 from ddptui.core.model.text import inert
-from ddptui.rank.protocol import Frame, is_library, short_path
+from ddptui.rank.paths import is_library, short_path
+from ddptui.rank.protocol import Frame
 
 
 def state_table(views: Sequence[RankView]) -> list[str]:

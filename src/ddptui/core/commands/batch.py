@@ -199,7 +199,7 @@ async def run(
             await replay(ctx, lines, transcript)
             await run_out(session)
             await ctx.findings.settle()
-            await session.wait_launcher()
+            await session.arrivals.wait_launcher()
     except TimeoutError:
         timed_out = True
         transcript.note(f"--timeout {timeout:g} s reached: ending every rank")
@@ -244,7 +244,7 @@ async def run_out(session: Session) -> None:
 async def replay(ctx: Context, lines: AsyncIterator[str], transcript: Transcript) -> None:
     """Print the ranks' first output, then run each line; stops early at `:quit`."""
     session = ctx.session
-    await session.wait_started()
+    await session.arrivals.wait_started()
     await session.wait_settled()
     transcript.flush()
     report_early_deaths(session)
@@ -268,6 +268,9 @@ async def run_line(ctx: Context, line: str, transcript: Transcript) -> bool:
         return True
     if parsed.kind == "empty":
         return True
+    if parsed.kind == "pdb" and await session.arrivals.wait_restarted():
+        await session.wait_settled(range(len(session.ranks)))
+        transcript.flush()  # the new processes' first prompts, as at the start
     if parsed.kind == "pdb" and all_gone(session):
         transcript.unsent.append(line.strip())
         return True

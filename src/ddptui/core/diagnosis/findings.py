@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 
+from ddptui.core.diagnosis.collectives import Verdict
 from ddptui.core.diagnosis.ddp_check import UNUSED_ERROR, explain_unused
 from ddptui.core.diagnosis.deaths import REASON_SHOWN, death_of, death_words
 from ddptui.core.diagnosis.hints import rank_hint
@@ -40,6 +41,11 @@ class Findings:
         session.lockstep.on_step.append(self.verdicts.after_step)
         session.on_closing.append(self._closing)
         session.on_release.append(self._keep_collectives)
+        session.on_restart.append(self._restarted)
+        self._verdicts_of: dict[int, list[Verdict]] = {}
+        """The verdicts found in each earlier attempt of the job, by attempt number."""
+        self._attempt_from = 0
+        """Where the verdicts of the attempt now running begin in `verdicts.found`."""
 
     def _state_changed(self, index: int, state: RankState) -> None:
         """A rank found waiting or gone gets the collectives read; DDP's unnamed parameters named."""
@@ -49,6 +55,15 @@ class Findings:
         if crash is not None and UNUSED_ERROR in crash.message and not self._explained:
             self._explained = True  # every rank fails the same way: one rank names the parameters
             self._reports.append(asyncio.ensure_future(explain_unused(self.session, index)))
+
+    def _restarted(self, index: int) -> None:
+        """A new process took a rank: the collective log of the one before is no longer its, and
+        the verdicts found so far are the earlier attempt's."""
+        self.verdicts.forget(index)
+        ended = self.session.ranks[index].attempt - 1
+        if ended not in self._verdicts_of:
+            self._verdicts_of[ended] = self.verdicts.found[self._attempt_from :]
+            self._attempt_from = len(self.verdicts.found)
 
     def _closing(self) -> None:
         """The session is closing: stop the checks and explanations in progress."""
@@ -76,35 +91,58 @@ class Findings:
         return self.verdicts.mismatched
 
     def summary(self, grouped: bool = False) -> list[str]:
-        """Each rank's last state, the root cause first and tagged, with hints under known failures.
+        """Each rank's last state, the root cause first and tagged, with hints under known failures;
+        under a rank its launcher restarted, how each earlier attempt ended, tagged the same way.
 
-        `grouped`: ranks whose line (and hint) would be the same share one, `ranks 1-4,6-63: ...`,
+        `grouped`: ranks whose lines (and hint) would be the same share them, `ranks 1-4,6-63: ...`,
         in the place of the first of them (a person reads it; a script wants a line per rank).
         """
         ranks = self.session.ranks
         failures = [Failure(r.index, r.failed_at, r.state) for r in ranks if r.failed_at is not None]
         waiting = [r.index for r in ranks if r.failed_at is None and r.state.phase is WAITING]
-        marks = tags(failures, self.verdicts.found, waiting)
+        marks = tags(failures, self.verdicts.found[self._attempt_from :], waiting)
+        earlier = self._earlier_marks()
         first = [r for r in ranks if marks.get(r.index) == ROOT]
-        groups: list[tuple[list[int], str, str | None]] = []
-        shared: dict[tuple[str, str | None], list[int]] = {}
+        groups: list[tuple[list[int], tuple[str, ...]]] = []
+        shared: dict[tuple[str, ...], list[int]] = {}
         for rank in first + [r for r in ranks if r not in first]:
             mark = f"  {marks[rank.index]}" if rank.index in marks else ""
             state = "never connected to ddptui" if wrap.absent(rank) else _last_state(rank)
-            text, hint = f"{inert(state)}{mark}", rank_hint(rank)
-            same = shared.get((text, hint)) if grouped else None
+            attempt = f" (attempt {rank.attempt})" if rank.attempts else ""
+            hint = rank_hint(rank)
+            said = (f"{inert(state)}{attempt}{mark}", *([f"  hint: {hint}"] if hint else []))
+            for past in rank.attempts:
+                tag = earlier.get((past.number, rank.index))
+                said += (
+                    f"  attempt {past.number}: {inert(past.state.describe())}{f'  {tag}' if tag else ''}",
+                )
+            same = shared.get(said) if grouped else None
             if same is None:
-                same = shared[text, hint] = []
-                groups.append((same, text, hint))
+                same = shared[said] = []
+                groups.append((same, said))
             same.append(rank.index)
         lines = []
-        for indices, text, hint in groups:
+        for indices, (text, *under) in groups:
             lines.append(f"{name_ranks(indices)}: {text}")
-            if hint:
-                lines.append(f"  hint: {hint}")
+            lines += under
         if self.session.launcher is not None:
             lines.append(inert(self.session.launcher.describe()))
         return lines
+
+    def _earlier_marks(self) -> dict[tuple[int, int], str]:
+        """The root cause and its consequences in each earlier attempt, by (attempt, rank)."""
+        by_attempt: dict[int, list[Failure]] = {}
+        for rank in self.session.ranks:
+            for past in rank.attempts:
+                if past.failed_at is not None:
+                    by_attempt.setdefault(past.number, []).append(
+                        Failure(rank.index, past.failed_at, past.state)
+                    )
+        return {
+            (number, index): mark
+            for number, failures in by_attempt.items()
+            for index, mark in tags(failures, self._verdicts_of.get(number, ())).items()
+        }
 
 
 def _last_state(rank: Rank) -> str:

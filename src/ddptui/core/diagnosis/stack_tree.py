@@ -32,7 +32,8 @@ from ddptui.core.session.session import Session
 from ddptui.core.transport.interface import RequestError
 from ddptui.rank import protocol
 from ddptui.rank.asks import Collectives, Stack, ThreadStack
-from ddptui.rank.protocol import Frame, is_library
+from ddptui.rank.paths import is_library
+from ddptui.rank.protocol import Frame
 
 STACK_TIMEOUT = 1.0
 """Seconds a rank has to answer `stack` before its stack is read from a faulthandler dump."""

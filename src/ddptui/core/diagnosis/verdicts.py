@@ -57,6 +57,14 @@ class VerdictWatch:
         self._again = False
         self._stepped = 0.0
 
+    def forget(self, index: int) -> None:
+        """A new process took rank `index` (its launcher restarted the job): what its log said was
+        the process before's; what was said is said again if the new attempt does it again."""
+        self.logs.pop(index, None)
+        self.raw.pop(index, None)
+        self._deaths.pop(index, None)
+        self._said.clear()
+
     def after_step(self) -> None:
         """Check after a lockstep step, for a mismatch it may have issued — but only in a job known
         to use collectives, and at most once a second: a step must not pay for N log reads."""

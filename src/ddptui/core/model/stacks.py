@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import re
 
-from ddptui.rank.protocol import Frame, creates_store, is_library
+from ddptui.rank.paths import creates_store, is_library
+from ddptui.rank.protocol import Frame
 
 __all__ = [
     "Frame",

@@ -11,7 +11,8 @@ import signal
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ddptui.rank.protocol import Frame, short_path
+from ddptui.rank.paths import short_path
+from ddptui.rank.protocol import Frame
 
 __all__ = ["NO_STATUS", "Crash", "Frame", "Phase", "RankState", "describe_exit", "short_path"]
 

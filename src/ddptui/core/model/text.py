@@ -39,6 +39,12 @@ def inert(text: str) -> str:
     return _UNSAFE.sub(_visible, text)
 
 
+def one_line(text: str) -> str:
+    """`inert` text on one line: newlines and tabs shown as `\\n` and `\\t` (a command line can
+    hold them, as in `python -c $'import time\\ntime.sleep(60)'`)."""
+    return inert(text).replace("\n", "\\n").replace("\t", "\\t")
+
+
 def strip_escapes(text: str) -> str:
     """Remove escape sequences (7-bit and C1) and stray control characters."""
     return _ESCAPE.sub("", text)

@@ -33,8 +33,16 @@ class Host(Protocol):
     resources: Resources
     on_world: list[Callable[[int], None]]
 
+    on_restart: list[Callable[[int], None]]
+
     def add_rank(self, index: int, transport: RankTransport) -> None:
         """Track a rank."""
+
+    def wire(self, rank: Rank, transport: RankTransport) -> None:
+        """Route a transport's output, events and exit to `rank`."""
+
+    def annotate(self, rank: Rank, line: str) -> None:
+        """Write a line of ddptui's own into a rank's output."""
 
     def open_log(self, nproc: int) -> None:
         """`--log-dir`: log every rank's output and state changes."""
@@ -111,18 +119,40 @@ class Arrivals:
             if isinstance(rank.transport, LinkedRank):
                 rank.transport.never_linked()
 
-    def arrived(self, connection: Connection, hello: Hello) -> bool:
-        """Bind a wrapped rank's link to the rank it says it is; the first one makes the world."""
+    def arrived(self, connection: Connection, hello: Hello) -> str | None:
+        """Bind a wrapped rank's link to the rank it says it is (the first one makes the world);
+        None when bound, else why not."""
         session = self._session
         if not session.ranks and hello.identity.world_size > 0:
             self._world(hello.identity.world_size)
-        refused = wrap.bind(session.ranks, connection, hello)
-        if refused:
-            session.log(f"refused a link from {connection.peer} claiming {refused}")
-            connection.close()
-        else:
-            self._arrived_at = self._arrived_at or time.monotonic()
-        return True  # handled: a refusal is said here, in words that fit
+        if session.resources.closing:
+            return "ddptui is ending the job"
+        refused = wrap.refusal(session.ranks, hello)
+        if refused is not None:
+            return refused
+        rank = session.ranks[hello.identity.rank]
+        if rank.transport.linked:  # its process is gone: the launcher restarted the job
+            self.next_attempt(rank, hello.restarts)
+        transport = rank.transport
+        assert isinstance(transport, LinkedRank)
+        transport.link(connection, hello)
+        rank.linked()
+        self._arrived_at = self._arrived_at or time.monotonic()
+        return None
+
+    def next_attempt(self, rank: Rank, restarts: int) -> None:
+        """A new process takes a rank whose process is gone: the pane goes on under a line that
+        says which attempt this is, and the rank's state starts again."""
+        session = self._session
+        transport = LinkedRank()
+        session.wire(rank, transport)
+        before = rank.transport
+        if isinstance(before, LinkedRank) and before.size is not None:
+            transport.resize(*before.size)  # the pane's size, sent as the new process links
+        rank.restart(transport)
+        for callback in session.on_restart:
+            callback(rank.index)
+        session.annotate(rank, wrap.attempt_line(rank.attempt, restarts))
 
     def _world(self, size: int) -> None:
         """The job's size is known: a placeholder rank each, until its process connects."""
@@ -140,6 +170,25 @@ class Arrivals:
         launcher = self.launcher
         if launcher is not None and not session.live(range(len(session.ranks))):
             await session.wait_until(lambda: not launcher.alive, timeout)
+
+    async def wait_restarted(self, timeout: float = wrap.RESTART_WAIT) -> bool:
+        """Wrap mode, when every rank's process is gone but the launcher runs (it may be restarting
+        the job, as `torchrun --max-restarts` does): wait until the ranks have processes again (at
+        most ARRIVAL_GRACE after the first), the launcher is gone, or `timeout` passed. True when
+        ranks came back."""
+        session = self._session
+        launcher = self.launcher
+        everyone = range(len(session.ranks))
+        if launcher is None or not launcher.alive or session.live(everyone):
+            return False
+        await session.wait_until(lambda: not launcher.alive or bool(session.live(everyone)), timeout)
+        if not session.live(everyone):
+            return False
+        await session.wait_until(
+            lambda: not launcher.alive or all(rank.state.alive for rank in session.ranks),
+            wrap.ARRIVAL_GRACE,
+        )
+        return True
 
     async def wait_started(self) -> None:
         """Wrap mode: wait until the job's ranks connected (at most ARRIVAL_GRACE after the first one),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ddptui.core.model.inner_error import innermost
 from ddptui.core.model.marks import MarkReader
@@ -27,6 +28,19 @@ def crash_site(frames: tuple[Frame, ...]) -> Frame | None:
     user = [frame for frame in frames if not is_library(frame.file)]
     candidates = user or list(frames)
     return candidates[-1] if candidates else None
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """An earlier process of a rank, before its job's launcher restarted it (`torchrun --max-restarts`)."""
+
+    number: int
+    """1 for the rank's first process, 2 for the one after the first restart, ..."""
+    state: RankState
+    """How it ended."""
+    failed_at: float | None
+    """When the core learnt it failed (see `Rank.failed_at`)."""
+    identity: Identity | None
 
 
 class Rank:
@@ -56,6 +70,9 @@ class Rank:
         """Where the rank died of a fatal signal, asked when it is killed by one."""
         self.marks = MarkReader(mark_key)
         """Takes the events the rank says in its terminal (under the session's key) out of its output."""
+        self.attempts: list[Attempt] = []
+        """The rank's earlier processes, first first, when its launcher restarted it."""
+        self._mark_key = mark_key
         self._on_change = on_change
         self._prompt_seen: tuple[int, int, bool] = (-1, -1, False)
         """`prompt_shown`'s last answer, with the output end and input mark it was given for."""
@@ -65,6 +82,24 @@ class Rank:
     def __repr__(self) -> str:
         """`<Rank 0 paused at train.py:12>`."""
         return f"<Rank {self.index} {self.state.describe()}>"
+
+    @property
+    def attempt(self) -> int:
+        """Which process of the rank this is: 1, or more after its launcher restarted it."""
+        return len(self.attempts) + 1
+
+    def restart(self, transport: RankTransport) -> None:
+        """A new process takes the rank (its launcher restarted the job): the process before is
+        kept in `attempts`, and what is known of the rank starts again, its output aside."""
+        self.attempts.append(Attempt(self.attempt, self.state, self.failed_at, self.identity))
+        self.transport = transport
+        self.failed_at, self.crash_frames, self.final_collectives = None, (), None
+        self.marks = MarkReader(self._mark_key)
+        self.input_mark = self.output.end
+        self._prompt_seen = (-1, -1, False)
+        self.state = RankState()
+        self.phase_since = time.monotonic()
+        self._on_change(self)
 
     @property
     def identity(self) -> Identity | None:

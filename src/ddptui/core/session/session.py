@@ -60,6 +60,8 @@ class Session:
         """Wrap mode: called once with the world size, right after the ranks exist (as placeholders)."""
         self.on_closing: list[Callable[[], None]] = []
         """Called once as the session begins to close, before any rank is ended."""
+        self.on_restart: list[Callable[[int], None]] = []
+        """Called with a rank's index when a new process takes it (its launcher restarted the job)."""
         self.on_release: list[Callable[[SessionLog], None]] = []
         """`--log-dir`: called with the session log just before it closes, to keep reports in it."""
         self.notices: list[str] = []
@@ -168,13 +170,23 @@ class Session:
         """Track a rank: its output, its events, its exit."""
         rank = Rank(index, transport, self._state_changed, self._mark_key)
         self._watchdog.active.add(index)  # starting
+        self.wire(rank, transport)
+        rank.fatal_dump = lambda: self._fatal(rank)
+        self.ranks.append(rank)
+
+    def wire(self, rank: Rank, transport: RankTransport) -> None:
+        """Route a transport's output, events and exit to `rank` (a new rank, or its next process)."""
         if isinstance(transport, LocalRank):
-            transport.dump_path = os.path.join(self.resources.dir, f"stack-{index}.txt")
+            transport.dump_path = os.path.join(self.resources.dir, f"stack-{rank.index}.txt")
         transport.on_output = functools.partial(self._output, rank)  # a C call: once a rank and step
         transport.on_message = functools.partial(self._message, rank)
         transport.on_exit = lambda status: self._ended(rank, status)
-        rank.fatal_dump = lambda: self._fatal(rank)
-        self.ranks.append(rank)
+
+    def annotate(self, rank: Rank, line: str) -> None:
+        """Write a line of ddptui's own into a rank's output, on a line of its own (its pane, its
+        log, the transcript)."""
+        fresh = not rank.output.end or rank.output.tail(1) == b"\n"
+        self._received(rank, b"\x1b[0m" + (b"" if fresh else b"\r\n") + line.encode() + b"\r\n")
 
     def _message(self, rank: Rank, message: Message) -> None:
         """An event from a rank's link: the rank's, except a launcher started inside it (said once)."""
@@ -184,16 +196,6 @@ class Session:
                 self.log(advice)
             return
         rank.on_message(message)
-
-    # -- wrap mode: the job's own launcher, and ranks that arrive (see `Arrivals`) -----------
-    async def wait_launcher(self, timeout: float = 10.0) -> None:
-        """Wrap mode: once no rank is alive, give the launcher `timeout` seconds to exit on its own."""
-        await self.arrivals.wait_launcher(timeout)
-
-    async def wait_started(self) -> None:
-        """Wrap mode: wait until the job's ranks connected (at most ARRIVAL_GRACE after the first one),
-        or its launcher is gone."""
-        await self.arrivals.wait_started()
 
     def _fatal(self, rank: Rank) -> str | None:
         """Show the stack a rank dumped as it died of a fatal signal; say where it died."""
@@ -207,20 +209,21 @@ class Session:
         self._output(rank, text.replace("\n", "\r\n").encode())
         return fatal_site(text)
 
-    def _hello(self, connection: Connection, hello: Hello) -> bool:
-        """Bind an authenticated link to the rank whose process is at the other end."""
+    def _hello(self, connection: Connection, hello: Hello) -> str | None:
+        """Bind an authenticated link to the rank whose process is at the other end; None when
+        bound, else why not."""
         if self.launcher is not None or self.address is not None:
             return self.arrivals.arrived(connection, hello)
         for rank in self.ranks:
             transport = rank.transport
             if isinstance(transport, LocalRank) and transport.pid == connection.peer_pid:
                 if transport.linked:
-                    return False
+                    return f"rank {rank.index}'s process is linked already"
                 transport.identity = hello.identity
                 transport.link(connection)
                 rank.linked()
-                return True
-        return False
+                return None
+        return "not a rank of this session"
 
     def log(self, line: str) -> None:
         """Tell the user (and the session log) something about the session itself."""

@@ -21,7 +21,6 @@ from ddptui.core.model.state import Phase, RankState
 from ddptui.core.model.text import terminal_lines
 from ddptui.core.session.rank import Rank
 from ddptui.core.transport import launch
-from ddptui.core.transport.channel import Connection
 from ddptui.core.transport.linked import LinkedRank
 from ddptui.core.transport.local import LocalRank
 from ddptui.rank.protocol import RANK_ENV, SOCKET_ENV, STATE_DIR_ENV, TCP_PREFIX, TOKEN_ENV, Hello
@@ -34,6 +33,9 @@ LAUNCHER_GRACE = 2.0
 (torchrun removes its temporary directory); the end comes sooner when everything is gone."""
 ARRIVAL_GRACE = 10.0
 """Seconds the ranks of a wrapped job have to connect once the first one has."""
+RESTART_WAIT = 30.0
+"""Seconds `--batch` waits, with every rank's process gone and the launcher running, for the
+launcher to restart them before it goes on."""
 
 
 def launcher_env(spec: launch.LaunchSpec, link: launch.Link) -> dict[str, str]:
@@ -102,24 +104,30 @@ def spawn_advice(spec: launch.LaunchSpec, launcher: str) -> str:
     return f"this script starts its own ranks ({launcher}): run it as  ddptui -- {command}"
 
 
-def bind(ranks: list[Rank], connection: Connection, hello: Hello) -> str | None:
-    """Bind a wrapped rank's link to the rank its hello names; None when bound, else why not.
+def refusal(ranks: list[Rank], hello: Hello) -> str | None:
+    """Why the rank a wrapped process's hello names cannot be its; None when it can.
 
     Ranks are told apart by what they say (their global rank), not by pid: ddptui did not start
-    them. The token proved they belong to this session; a second process claiming a rank is refused.
+    them. The token proved they belong to this session. A rank's process is the one on its live
+    link: a claim for a rank whose process is gone (exited, or its link closed) is its launcher's
+    next attempt and takes it; a claim for a rank whose process is still there is refused.
     """
     who = hello.identity
     if who.world_size != len(ranks) or not 0 <= who.rank < len(ranks):
-        return f"rank {who.rank} of {who.world_size}, but the job has {len(ranks)} ranks"
-    rank = ranks[who.rank]
-    if not isinstance(rank.transport, LinkedRank):
-        return f"rank {who.rank}, which is not a rank that connects"
-    if rank.transport.linked:
-        taken = rank.identity.pid if rank.identity is not None else "?"
-        return f"rank {who.rank}, which pid {taken} already is"
-    rank.transport.link(connection, hello)
-    rank.linked()
+        return f"it says it is rank {who.rank} of {who.world_size}, but the job has {len(ranks)} ranks"
+    transport = ranks[who.rank].transport
+    if not isinstance(transport, LinkedRank):
+        return f"rank {who.rank} is not a rank that connects"
+    if transport.linked and not transport.closed:
+        holder = transport.identity.pid if transport.identity is not None else "?"
+        return f"rank {who.rank} is pid {holder}, which is still running"
     return None
+
+
+def attempt_line(number: int, restarts: int) -> str:
+    """The line that opens a rank's next process in its pane: `── attempt 2 (torchrun restart 1) ──`."""
+    restart = f" (torchrun restart {restarts})" if restarts else ""
+    return f"── attempt {number}{restart} ──"
 
 
 def absent(rank: Rank) -> bool:

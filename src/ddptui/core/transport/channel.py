@@ -20,7 +20,7 @@ from typing import Any
 from ddptui.core.transport.refusals import AcceptErrors, Refusals
 from ddptui.rank import protocol
 from ddptui.rank.asks import Ask
-from ddptui.rank.protocol import Hello, Message, ProtocolError, Reply, Request
+from ddptui.rank.protocol import Hello, Message, ProtocolError, Reply, Request, Welcome
 
 HELLO_TIMEOUT = 10.0
 """Seconds a new connection has to say hello before it is dropped."""
@@ -137,8 +137,15 @@ class Connection(asyncio.BufferedProtocol):
             self._server.accept(self, message)
 
     def bind(self, sink: Callable[[Message], None]) -> None:
-        """From now on, every event on this connection goes to `sink`."""
+        """Take the rank: say so (`Welcome`, before anything else is sent to it), and from now on
+        every event on this connection goes to `sink`."""
+        self.send(Welcome())
         self._sink = sink
+
+    def turn_away(self, why: str) -> None:
+        """Refuse an authenticated rank: tell it why (it runs undebugged), then close."""
+        self.send(Welcome(refused=why))
+        self.close()
 
     def send(self, message: Message) -> None:
         """Send one message that wants no reply (a relayed rank's `Input`, `Resize`); dropped once closed."""
@@ -213,7 +220,7 @@ class ChannelServer:
         self,
         path: str,
         token: str,
-        on_hello: Callable[[Connection, Hello], bool],
+        on_hello: Callable[[Connection, Hello], str | None],
         log: Callable[[str], None],
     ) -> None:
         self.path = path
@@ -254,13 +261,12 @@ class ChannelServer:
         return str(bound[0]), int(bound[1])
 
     def accept(self, connection: Connection, hello: Hello) -> None:
-        """Bind an authenticated connection to its rank, or close it if no rank claims it."""
-        if not self.on_hello(connection, hello):
-            self.log(
-                f"closed a link from {connection.peer} claiming rank {hello.identity.rank}: "
-                "not a rank of this session"
-            )
-            connection.close()
+        """Bind an authenticated connection to its rank (`on_hello`), or turn it away with the
+        reason `on_hello` gives, said in one line."""
+        why = self.on_hello(connection, hello)
+        if why is not None:
+            self.log(f"rank {hello.identity.rank} ({connection.peer}) refused: {why}; it runs undebugged")
+            connection.turn_away(why)
 
     async def close(self) -> None:
         """Stop listening and drop every connection."""

@@ -75,6 +75,11 @@ class LinkedRank(RankTransport):
             self._exited(NO_STATUS)
 
     @property
+    def size(self) -> tuple[int, int] | None:
+        """The terminal size last set (columns, lines), if any."""
+        return self._size
+
+    @property
     def remote(self) -> bool:
         """True for a rank that connected over TCP (`ddptui listen`): ddptui cannot signal it."""
         return self.connection is not None and self.connection.peer_pid == 0
