@@ -44,6 +44,9 @@ class Rank:
         """How many `paused` events arrived: a broadcast waits for this to grow."""
         self.phase_since = time.monotonic()
         self.paused_at = 0.0
+        self.why = ""
+        """Why its last prompt opened, as the rank said (`Paused.why`: `breakpoint`, `interrupt`, or
+        empty for a step's end)."""
         self.input_mark = 0
         """Output offset when input was last sent: a prompt before it is an old one."""
         self.failed_at: float | None = None
@@ -91,6 +94,7 @@ class Rank:
         if isinstance(message, Paused):
             self.paused_count += 1
             self.paused_at = time.monotonic()
+            self.why = message.why
             self._set(self.state.paused(message.frame, message.post_mortem))
         elif isinstance(message, Running):
             self.resumed()

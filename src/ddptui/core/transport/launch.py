@@ -68,6 +68,9 @@ class LaunchSpec:
     """Keys typed into a rank's pane reach pdb through readline (history, completion, editing
     keys), while commands ddptui sends are read as plain lines, a lighter step (`PLAIN_INPUT_ENV`);
     False (`--batch`, where only ddptui types): always plain lines."""
+    all_stop: bool = True
+    """When a rank stops at a breakpoint or crashes into post-mortem, stop the others too
+    (`session.allstop`); False (`--non-stop`): they run on."""
 
     @property
     def starts_ranks(self) -> bool:

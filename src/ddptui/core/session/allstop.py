@@ -1,0 +1,200 @@
+"""`AllStop`: when a rank stops on its own, the other ranks stop too (gdb's all-stop mode).
+
+A rank stops on its own at a breakpoint (pdb's `b`, or a hard-coded `breakpoint()`) or in
+post-mortem after a crash, as its `paused` event says (`Rank.why`, `RankState.post_mortem`). The
+end of a step ddptui sent, an interrupt, and `:until-collective`'s stop do not count: a lockstep
+`n` brings the ranks back to their prompts one by one, and none of them is interrupted for it.
+
+The other ranks get `GRACE` seconds to stop on their own (a `c` sent to every rank brings each
+to the same breakpoint, a little apart). Then each rank still running is looked at: one blocked
+in a collective or in the rendezvous (which cannot complete while the stopped rank is away) is
+marked `waiting` there at once, without waiting for the stall timeout; any other is interrupted
+and stops at its next line of the user's code (the `interrupt` request, as `:interrupt` sends).
+What happened is said once, the rank that stopped first and why at its head:
+`all-stop: rank 2 stopped at train.py:19 (breakpoint); ranks 0-1,3 stopped at their next line`.
+`--non-stop` (`LaunchSpec.all_stop` False) leaves the other ranks running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from typing import Any, Protocol, TypeVar
+
+from ddptui.core.model.stacks import blocked_at
+from ddptui.core.model.state import PAUSED, RUNNING, STARTING, Frame, Phase, RankState
+from ddptui.core.model.targets import by_words, name_ranks
+from ddptui.core.model.topology import Topology
+from ddptui.core.session.rank import Rank
+from ddptui.core.session.stalls import main_stack
+from ddptui.core.transport.interface import RequestError
+from ddptui.rank.asks import Ask, Collectives, Interrupt
+
+R = TypeVar("R")
+
+GRACE = 1.0
+"""Seconds the other ranks get to stop on their own before they are stopped."""
+STOP_WAIT = 5.0
+"""Seconds the interrupted ranks get to open their prompts before what happened is said."""
+WAITING_FILES = ("distributed_c10d.py", "rendezvous.py")
+"""Where a rank waits for the others: torch's collectives and its rendezvous."""
+
+
+class Stopping(Protocol):
+    """What all-stop needs of the session (`Session` is one)."""
+
+    ranks: list[Rank]
+
+    @property
+    def topology(self) -> Topology:
+        """The job's process groups, to name the one a rank waits in."""
+
+    def log(self, line: str) -> None:
+        """Tell the user."""
+
+    def ask(
+        self, ask: Ask[R], targets: Iterable[int], timeout: float = 2.0
+    ) -> Awaitable[dict[int, R | RequestError]]:
+        """Ask every target rank at once."""
+
+    def wait_until(self, condition: Callable[[], bool], timeout: float | None = None) -> Awaitable[bool]:
+        """Wait until `condition()` holds; False if `timeout` passed first."""
+
+
+def stops_on_its_own(rank: Rank, state: RankState) -> bool:
+    """True for a prompt a breakpoint or a crash opened (not a step's end, nor an interrupt)."""
+    return state.post_mortem or rank.why == "breakpoint"
+
+
+def running(ranks: Iterable[Rank]) -> list[Rank]:
+    """The live ranks among `ranks` that run: starting or running, neither at a prompt nor waiting."""
+    return [rank for rank in ranks if rank.state.alive and rank.state.phase in (STARTING, RUNNING)]
+
+
+def in_collective(frames: list[Frame]) -> bool:
+    """True when a stack (innermost first) stands in a torch collective or rendezvous under the
+    user's code: the rank waits there for the others."""
+    where, _ = blocked_at(frames)
+    inner = frames[: frames.index(where)] if where is not None else frames
+    return any(frame.file.endswith(WAITING_FILES) for frame in inner)
+
+
+async def blocked_ranks(ranks: list[Rank]) -> dict[int, tuple[Frame | None, str | None]]:
+    """The ranks among `ranks` blocked in a collective or the rendezvous, each with where and in
+    what (`blocked_at`), from their main thread's stack."""
+    stacks = await asyncio.gather(*(main_stack(rank) for rank in ranks))
+    return {
+        rank.index: blocked_at(frames)
+        for rank, frames in zip(ranks, stacks, strict=True)
+        if in_collective(frames)
+    }
+
+
+class AllStop:
+    """Listens to the session's ranks (`on_state`) and stops the others when one stops on its own."""
+
+    def __init__(
+        self,
+        session: Stopping,
+        spawn: Callable[[Coroutine[Any, Any, None]], None],
+        place: Callable[[Rank, Frame | None, str | None], Awaitable[None]],
+    ) -> None:
+        """`spawn` runs the stopping in the background (the session's, cancelled as it closes);
+        `place` marks a rank waiting where it is blocked (`StallWatch.place`)."""
+        self._session = session
+        self._spawn = spawn
+        self._place = place
+        self._phases: dict[int, Phase] = {}
+        """Each rank's phase as last told: a prompt that opens is a change from another phase."""
+        self._stopping = False
+        """True while the others are being stopped: a second rank stopping meanwhile is one of them."""
+        self._others: list[Rank] | None = None
+        """During the grace, the ranks it waits for; emptied the moment none of them runs (a
+        broadcast may set them running again before the waiting coroutine looks)."""
+
+    def on_state(self, index: int, state: RankState) -> None:
+        """A rank's state changed: when a breakpoint or a crash opened its prompt while other ranks
+        run, stop them. (Called twice a rank a lockstep step: the common case returns at once.)"""
+        before, self._phases[index] = self._phases.get(index), state.phase
+        if self._others and not running(self._others):
+            self._others = []
+        if state.phase is not PAUSED or before is PAUSED or self._stopping:
+            return
+        ranks = self._session.ranks
+        first = ranks[index]
+        if stops_on_its_own(first, state) and running(r for r in ranks if r is not first):
+            self._stopping = True
+            self._spawn(self._stop_others(first))
+
+    async def _stop_others(self, first: Rank) -> None:
+        """Give the others `GRACE` to stop on their own, then stop or place each one still running,
+        unless `first` left its prompt meanwhile (the user resumed it)."""
+        session = self._session
+        try:
+            others = self._others = [rank for rank in session.ranks if rank is not first]
+            await session.wait_until(lambda: not self._others or not first.state.at_prompt, GRACE)
+            late = running(others) if self._others else []
+            if first.state.at_prompt and late:
+                await self._stop(first, late)
+        finally:
+            self._stopping, self._others = False, None
+
+    async def _stop(self, first: Rank, late: list[Rank]) -> None:
+        """Interrupt the ranks that run, place the ones blocked in a collective; say it, once."""
+        session = self._session
+        blocked = await blocked_ranks(late)
+        asked = [rank for rank in late if rank.index not in blocked]
+        answers = await session.ask(Interrupt(), [rank.index for rank in asked]) if asked else {}
+        interrupted = [rank for rank in asked if answers.get(rank.index) is True]
+        await session.wait_until(lambda: not running(interrupted), STOP_WAIT)
+        session.log(await self._said(first, interrupted, answers, blocked))
+        # after the line: what is said of the waiting ranks (verdicts) follows its cause
+        await asyncio.gather(*(self._place(session.ranks[i], *where) for i, where in blocked.items()))
+
+    async def _said(
+        self,
+        first: Rank,
+        interrupted: list[Rank],
+        answers: dict[int, bool | RequestError],
+        blocked: dict[int, tuple[Frame | None, str | None]],
+    ) -> str:
+        """The one line that says what all-stop did: who stopped first and why, then the others."""
+        state = first.state
+        crash = state.crash
+        why = f"crashed {dataclasses.replace(crash, where=None)}, in post-mortem" if crash else "breakpoint"
+        parts = [f"all-stop: rank {first.index} stopped at {state.location} ({why})"]
+        stopped = [rank.index for rank in interrupted if rank.state.at_prompt]
+        if stopped:
+            parts.append(f"{name_ranks(stopped)} stopped at their next line")
+        parts += [
+            f"{name_ranks([rank.index])} interrupted: it stops once its current call returns"
+            for rank in interrupted
+            if rank.state.alive and not rank.state.at_prompt
+        ]
+        parts += [
+            f"{name_ranks([index])} not stopped: {reply}"
+            for index, reply in answers.items()
+            if isinstance(reply, RequestError)
+        ]
+        groups = await self._groups(list(blocked))
+        waits = (
+            (index, f"{callee or 'a call'}{groups.get(index, '')}") for index, (_, callee) in blocked.items()
+        )
+        parts += [f"{ranks} waiting in {words} for rank {first.index}" for ranks, words in by_words(waits)]
+        return "; ".join(parts)
+
+    async def _groups(self, indices: list[int]) -> dict[int, str]:
+        """` (WORLD)`: the process group each rank's collective in flight belongs to, where its
+        record says (nothing for a rank whose last record is complete, or that cannot answer)."""
+        if not indices:
+            return {}
+        session = self._session
+        answers = await session.ask(Collectives(last=1), indices, 1.0)
+        names = {}
+        for index, records in answers.items():
+            if isinstance(records, list) and records and records[-1].get("state") != "completed":
+                pg = records[-1].get("pg")
+                if isinstance(pg, str):
+                    names[index] = f" ({session.topology.group_name(pg)})"
+        return names
