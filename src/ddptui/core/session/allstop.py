@@ -8,8 +8,10 @@ end of a step ddptui sent, an interrupt, and `:until-collective`'s stop do not c
 The other ranks get `GRACE` seconds to stop on their own (a `c` sent to every rank brings each
 to the same breakpoint, a little apart). Then each rank still running is looked at: one blocked
 in a collective or in the rendezvous (which cannot complete while the stopped rank is away) is
-marked `waiting` there at once, without waiting for the stall timeout; any other is interrupted
-and stops at its next line of the user's code (the `interrupt` request, as `:interrupt` sends).
+marked `waiting` there at once, without waiting for the stall timeout; one still importing (its
+start, which takes seconds with torch) gets the grace again, up to `STARTUP_WAIT`, as it is likely
+on its way to the same breakpoint; any other is interrupted and stops at its next line of the
+user's code (the `interrupt` request, as `:interrupt` sends).
 What happened is said once, the rank that stopped first and why at its head:
 `all-stop: rank 2 stopped at train.py:19 (breakpoint); ranks 0-1,3 stopped at their next line`.
 `--non-stop` (`LaunchSpec.all_stop` False) leaves the other ranks running.
@@ -19,7 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from ddptui.core.model.stacks import blocked_at
@@ -35,6 +39,8 @@ R = TypeVar("R")
 
 GRACE = 1.0
 """Seconds the other ranks get to stop on their own before they are stopped."""
+STARTUP_WAIT = 30.0
+"""Seconds a rank still importing is given to stop by itself before it is interrupted there."""
 STOP_WAIT = 5.0
 """Seconds the interrupted ranks get to open their prompts before what happened is said."""
 WAITING_FILES = ("distributed_c10d.py", "rendezvous.py")
@@ -72,6 +78,12 @@ def running(ranks: Iterable[Rank]) -> list[Rank]:
     return [rank for rank in ranks if rank.state.alive and rank.state.phase in (STARTING, RUNNING)]
 
 
+def importing(frames: list[Frame]) -> bool:
+    """True when a stack stands in an import: a rank still starting (torch takes seconds), likely
+    to reach the same breakpoint by itself."""
+    return any(frame.file.startswith("<frozen importlib") for frame in frames)
+
+
 def in_collective(frames: list[Frame]) -> bool:
     """True when a stack (innermost first) stands in a torch collective or rendezvous under the
     user's code: the rank waits there for the others."""
@@ -89,6 +101,17 @@ async def blocked_ranks(ranks: list[Rank]) -> dict[int, tuple[Frame | None, str 
         for rank, frames in zip(ranks, stacks, strict=True)
         if in_collective(frames)
     }
+
+
+@dataclass
+class Outcome:
+    """What all-stop did to the other ranks."""
+
+    interrupted: list[Rank] = field(default_factory=list)
+    refused: dict[int, RequestError] = field(default_factory=dict)
+    """Ranks the interrupt did not reach, and why."""
+    blocked: dict[int, tuple[Frame | None, str | None]] = field(default_factory=dict)
+    """Ranks blocked in a collective or the rendezvous: where, and in what (`blocked_at`)."""
 
 
 class AllStop:
@@ -129,58 +152,63 @@ class AllStop:
 
     async def _stop_others(self, first: Rank) -> None:
         """Give the others `GRACE` to stop on their own, then stop or place each one still running,
-        unless `first` left its prompt meanwhile (the user resumed it)."""
+        unless `first` left its prompt meanwhile (the user resumed it); a rank still importing
+        gets the grace again, up to `STARTUP_WAIT`. Say what was done, once."""
         session = self._session
+        done = Outcome()
+        patient_until = time.monotonic() + STARTUP_WAIT
         try:
-            others = self._others = [rank for rank in session.ranks if rank is not first]
-            await session.wait_until(lambda: not self._others or not first.state.at_prompt, GRACE)
-            late = running(others) if self._others else []
-            if first.state.at_prompt and late:
-                await self._stop(first, late)
+            waiting_for = self._others = [rank for rank in session.ranks if rank is not first]
+            while waiting_for:
+                await session.wait_until(lambda: not self._others or not first.state.at_prompt, GRACE)
+                late = running(waiting_for) if self._others else []
+                if not first.state.at_prompt or not late:
+                    break
+                waiting_for = self._others = await self._stop(late, done, time.monotonic() < patient_until)
+            if done.interrupted or done.refused or done.blocked:
+                session.log(await self._said(first, done))
+            # after the line: what is said of the waiting ranks (verdicts) follows its cause
+            await asyncio.gather(*(self._place(session.ranks[i], *at) for i, at in done.blocked.items()))
         finally:
             self._stopping, self._others = False, None
 
-    async def _stop(self, first: Rank, late: list[Rank]) -> None:
-        """Interrupt the ranks that run, place the ones blocked in a collective; say it, once."""
+    async def _stop(self, late: list[Rank], done: Outcome, patient: bool) -> list[Rank]:
+        """Place the ranks blocked in a collective, interrupt the others that run (unless `patient`
+        and still starting: those are returned, to be looked at again) and wait until they stop."""
         session = self._session
-        blocked = await blocked_ranks(late)
-        asked = [rank for rank in late if rank.index not in blocked]
+        stacks = await asyncio.gather(*(main_stack(rank) for rank in late))
+        starting, asked = [], []
+        for rank, frames in zip(late, stacks, strict=True):
+            if in_collective(frames):
+                done.blocked[rank.index] = blocked_at(frames)
+            elif patient and (not rank.transport.linked or importing(frames)):
+                starting.append(rank)
+            else:
+                asked.append(rank)
         answers = await session.ask(Interrupt(), [rank.index for rank in asked]) if asked else {}
         interrupted = [rank for rank in asked if answers.get(rank.index) is True]
+        done.interrupted += interrupted
+        done.refused.update((i, reply) for i, reply in answers.items() if isinstance(reply, RequestError))
         await session.wait_until(lambda: not running(interrupted), STOP_WAIT)
-        session.log(await self._said(first, interrupted, answers, blocked))
-        # after the line: what is said of the waiting ranks (verdicts) follows its cause
-        await asyncio.gather(*(self._place(session.ranks[i], *where) for i, where in blocked.items()))
+        return starting
 
-    async def _said(
-        self,
-        first: Rank,
-        interrupted: list[Rank],
-        answers: dict[int, bool | RequestError],
-        blocked: dict[int, tuple[Frame | None, str | None]],
-    ) -> str:
+    async def _said(self, first: Rank, done: Outcome) -> str:
         """The one line that says what all-stop did: who stopped first and why, then the others."""
         state = first.state
         crash = state.crash
         why = f"crashed {dataclasses.replace(crash, where=None)}, in post-mortem" if crash else "breakpoint"
         parts = [f"all-stop: rank {first.index} stopped at {state.location} ({why})"]
-        stopped = [rank.index for rank in interrupted if rank.state.at_prompt]
+        stopped = [rank.index for rank in done.interrupted if rank.state.at_prompt]
         if stopped:
             parts.append(f"{name_ranks(stopped)} stopped at their next line")
         parts += [
-            f"{name_ranks([rank.index])} interrupted: it stops once its current call returns"
-            for rank in interrupted
+            f"rank {rank.index} interrupted: it stops once its current call returns"
+            for rank in done.interrupted
             if rank.state.alive and not rank.state.at_prompt
         ]
-        parts += [
-            f"{name_ranks([index])} not stopped: {reply}"
-            for index, reply in answers.items()
-            if isinstance(reply, RequestError)
-        ]
-        groups = await self._groups(list(blocked))
-        waits = (
-            (index, f"{callee or 'a call'}{groups.get(index, '')}") for index, (_, callee) in blocked.items()
-        )
+        parts += [f"rank {index} not stopped: {reply}" for index, reply in done.refused.items()]
+        groups = await self._groups(list(done.blocked))
+        waits = ((i, f"{callee or 'a call'}{groups.get(i, '')}") for i, (_, callee) in done.blocked.items())
         parts += [f"{ranks} waiting in {words} for rank {first.index}" for ranks, words in by_words(waits)]
         return "; ".join(parts)
 
