@@ -143,8 +143,8 @@ class RankPdb(_ORIGINAL_PDB):
         self.user_code_only = False
         """Stop in the user's code only, not in a library (set for an interrupt, until it stops)."""
         self.why = ""
-        """Why the prompt opens or is open (`Paused.why`): `breakpoint`, `interrupt`, or empty for
-        a step's end; set as the stop is decided, cleared as a command resumes the program."""
+        """Why the prompt opens (`Paused.why`): `breakpoint`, `post-mortem`, `interrupt`, or empty for
+        a step's end; set as the stop is decided, sent with the stop's first `paused` only."""
 
     def _plain_input(self) -> None:
         """Read commands as plain lines where ddptui says so (`PLAIN_INPUT_ENV`)."""
@@ -338,6 +338,8 @@ class RankPdb(_ORIGINAL_PDB):
         if detached:
             return
         self.post_mortem = frame is None and traceback is not None
+        if self.post_mortem:
+            self.why = "post-mortem"
         self.user_code_only = False
         outer, active = active, self
         self._hold()  # the location, the `paused` mark and the prompt: one write
@@ -430,8 +432,9 @@ class RankPdb(_ORIGINAL_PDB):
         if frame is None:
             return
         code = frame.f_code
+        why, self.why = self.why, ""  # the stop's first event only: later ones are the same stop
         line = paused_line(
-            code.co_filename, frame.f_lineno, code.co_name, self.post_mortem, self.curindex, self.why
+            code.co_filename, frame.f_lineno, code.co_name, self.post_mortem, self.curindex, why
         )
         if self.post_mortem or on_link:  # post-mortem: in order after the `exception` event it follows
             link.send_line(line)

@@ -208,9 +208,11 @@ class Hello(Message):
 
 @dataclass(frozen=True)
 class Paused(Message):
-    """The debugger's prompt is open at `frame` (`depth` frames deep in the user's stack); `why` it
-    opened: `breakpoint` (a pdb breakpoint or a hard-coded `breakpoint()`), `interrupt` (SIGINT),
-    or empty (a command's step ended there, or ddptui stopped it: `:until-collective`)."""
+    """The debugger's prompt is open at `frame` (`depth` frames deep in the user's stack). The first
+    event of a stop says `why` it opened: `breakpoint` (a pdb breakpoint or a hard-coded
+    `breakpoint()`), `post-mortem`, `interrupt` (SIGINT), or empty (a command's step ended there,
+    or ddptui stopped it: `:until-collective`); the events that follow while the prompt stays
+    open (after `p`, `up`) say nothing."""
 
     KIND: ClassVar[str] = "paused"
     frame: Frame

@@ -1,9 +1,9 @@
 """`AllStop`: when a rank stops on its own, the other ranks stop too (gdb's all-stop mode).
 
 A rank stops on its own at a breakpoint (pdb's `b`, or a hard-coded `breakpoint()`) or in
-post-mortem after a crash, as its `paused` event says (`Rank.why`, `RankState.post_mortem`). The
-end of a step ddptui sent, an interrupt, and `:until-collective`'s stop do not count: a lockstep
-`n` brings the ranks back to their prompts one by one, and none of them is interrupted for it.
+post-mortem after a crash, as the first `paused` event of that stop says (`Rank.why`). The end of
+a step ddptui sent, an interrupt, and `:until-collective`'s stop do not count: a lockstep `n`
+brings the ranks back to their prompts one by one, and none of them is interrupted for it.
 
 The other ranks get `GRACE` seconds to stop on their own (a `c` sent to every rank brings each
 to the same breakpoint, a little apart). Then each rank still running is looked at: one blocked
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from ddptui.core.model.stacks import blocked_at
-from ddptui.core.model.state import PAUSED, RUNNING, STARTING, Frame, Phase, RankState
+from ddptui.core.model.state import PAUSED, RUNNING, STARTING, Frame, RankState
 from ddptui.core.model.targets import by_words, name_ranks
 from ddptui.core.model.topology import Topology
 from ddptui.core.session.rank import Rank
@@ -43,6 +43,8 @@ STARTUP_WAIT = 30.0
 """Seconds a rank still importing is given to stop by itself before it is interrupted there."""
 STOP_WAIT = 5.0
 """Seconds the interrupted ranks get to open their prompts before what happened is said."""
+STOPS = ("breakpoint", "post-mortem")
+"""The `Paused.why` of a rank that stops on its own (an interrupt or a step's end does not count)."""
 WAITING_FILES = ("distributed_c10d.py", "rendezvous.py")
 """Where a rank waits for the others: torch's collectives and its rendezvous."""
 
@@ -66,11 +68,6 @@ class Stopping(Protocol):
 
     def wait_until(self, condition: Callable[[], bool], timeout: float | None = None) -> Awaitable[bool]:
         """Wait until `condition()` holds; False if `timeout` passed first."""
-
-
-def stops_on_its_own(rank: Rank, state: RankState) -> bool:
-    """True for a prompt a breakpoint or a crash opened (not a step's end, nor an interrupt)."""
-    return state.post_mortem or rank.why == "breakpoint"
 
 
 def running(ranks: Iterable[Rank]) -> list[Rank]:
@@ -128,8 +125,8 @@ class AllStop:
         self._session = session
         self._spawn = spawn
         self._place = place
-        self._phases: dict[int, Phase] = {}
-        """Each rank's phase as last told: a prompt that opens is a change from another phase."""
+        self._seen: dict[int, int] = {}
+        """Each rank's `paused_count` at the last stop of its own looked at: a stop is looked at once."""
         self._stopping = False
         """True while the others are being stopped: a second rank stopping meanwhile is one of them."""
         self._others: list[Rank] | None = None
@@ -139,14 +136,16 @@ class AllStop:
     def on_state(self, index: int, state: RankState) -> None:
         """A rank's state changed: when a breakpoint or a crash opened its prompt while other ranks
         run, stop them. (Called twice a rank a lockstep step: the common case returns at once.)"""
-        before, self._phases[index] = self._phases.get(index), state.phase
         if self._others and not running(self._others):
             self._others = []
-        if state.phase is not PAUSED or before is PAUSED or self._stopping:
+        if state.phase is not PAUSED:
             return
         ranks = self._session.ranks
         first = ranks[index]
-        if stops_on_its_own(first, state) and running(r for r in ranks if r is not first):
+        if first.why not in STOPS or self._seen.get(index) == first.paused_count:
+            return  # a step's end (no `why`), or the same stop told again (its state changed)
+        self._seen[index] = first.paused_count
+        if not (self._stopping or state.ended_by_ddptui) and running(r for r in ranks if r is not first):
             self._stopping = True
             self._spawn(self._stop_others(first))
 

@@ -45,8 +45,8 @@ class Rank:
         self.phase_since = time.monotonic()
         self.paused_at = 0.0
         self.why = ""
-        """Why its last prompt opened, as the rank said (`Paused.why`: `breakpoint`, `interrupt`, or
-        empty for a step's end)."""
+        """Why its prompt opened, as the stop's first `paused` said (`Paused.why`: `breakpoint`,
+        `post-mortem`, `interrupt`); empty for a step's end, and for the events after the first."""
         self.input_mark = 0
         """Output offset when input was last sent: a prompt before it is an old one."""
         self.failed_at: float | None = None
