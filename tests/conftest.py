@@ -184,10 +184,17 @@ def summary(stdout: str) -> dict[int, str]:
 
 @contextlib.asynccontextmanager
 async def running_session(
-    script: Path, *args: str, nproc: int = 2, link_timeout: float = 60, line_editing: bool = True
+    script: Path,
+    *args: str,
+    nproc: int = 2,
+    link_timeout: float = 60,
+    line_editing: bool = True,
+    stall_timeout: float = 2,
 ) -> AsyncIterator[Session]:
     """A started in-process session whose ranks have linked; every rank process is gone afterwards."""
-    spec = LaunchSpec(target=str(script), args=args, nproc=nproc, stall_timeout=2, line_editing=line_editing)
+    spec = LaunchSpec(
+        target=str(script), args=args, nproc=nproc, stall_timeout=stall_timeout, line_editing=line_editing
+    )
     session = Session(spec)
     await session.start()
     pids = [rank.transport.pid for rank in session.ranks]  # type: ignore[attr-defined]

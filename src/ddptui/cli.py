@@ -136,6 +136,11 @@ def add_session_options(parser: argparse.ArgumentParser) -> None:
         help=f":until and :until-diverge continue the ranks at most N times (default {MAX_STOPS})",
     )
     add(
+        "--non-stop",
+        action="store_true",
+        help="when a rank stops at a breakpoint or crashes, the others run on (default: they stop too)",
+    )
+    add(
         "--no-collapse",
         action="store_true",
         help="with --batch: one line per rank even when ranks print the same (default: [ranks 0-3] once)",
@@ -192,6 +197,7 @@ def listen_spec(argv: Sequence[str]) -> tuple[LaunchSpec, argparse.Namespace]:
         pg_timeout=options.pg_timeout,
         log_dir=options.log_dir,
         scrollback=options.scrollback,
+        all_stop=not options.non_stop,
     )
     return with_breaks(spec, options, None), options
 
@@ -233,6 +239,7 @@ def parse_spec(argv: Sequence[str]) -> tuple[LaunchSpec, argparse.Namespace]:
         pg_timeout=options.pg_timeout,
         log_dir=options.log_dir,
         scrollback=options.scrollback,
+        all_stop=not options.non_stop,
         run_id=options.rdzv_id,
         role=options.role or "default",
     )
@@ -282,6 +289,7 @@ def wrap_spec(options: argparse.Namespace, given: Sequence[str], command: list[s
         pg_timeout=options.pg_timeout,
         log_dir=options.log_dir,
         scrollback=options.scrollback,
+        all_stop=not options.non_stop,
     )
     return with_breaks(spec, options, next((word for word in command if word.endswith(".py")), None))
 

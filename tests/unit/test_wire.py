@@ -18,6 +18,7 @@ from ddptui.rank.protocol import Frame, Message, Paused, ProtocolError, decode
         Paused(Frame("/tmp/train.py", 12, "<module>")),
         Paused(Frame('/tmp/a "quoted"\\ path\n/é ☃.py', 0, "f\x00g"), post_mortem=True, depth=7),
         Paused(Frame("", 10**9, ""), depth=0),
+        Paused(Frame("/tmp/train.py", 19, "<module>"), why="breakpoint"),
     ],
 )
 def test_paused_line_is_the_generic_line(paused: Paused) -> None:
@@ -36,6 +37,7 @@ def test_paused_line_is_the_generic_line(paused: Paused) -> None:
         b'{"k":"paused","frame":["train.py",12,"f"],"post_mortem":1}',
         b'{"k":"paused","frame":["train.py",12,"f"],"depth":true}',
         b'{"k":"paused","frame":["train.py",12,"f"],"depth":"1"}',
+        b'{"k":"paused","frame":["train.py",12,"f"],"why":1}',
         b'["paused"]',
         b"\xff",
     ],

@@ -127,6 +127,9 @@ class RankPdb(_ORIGINAL_PDB):
         """Where the hard-coded breakpoint that opened this debugger was called, if one did."""
         self.user_code_only = False
         """Stop in the user's code only, not in a library (set for an interrupt, until it stops)."""
+        self.why = ""
+        """Why the prompt opens (`Paused.why`): `breakpoint`, `post-mortem`, `interrupt`, or empty for
+        a step's end; set as the stop is decided, sent with the stop's first `paused` only."""
 
     def _plain_input(self) -> None:
         """Read commands as plain lines where ddptui says so (`PLAIN_INPUT_ENV`)."""
@@ -168,6 +171,7 @@ class RankPdb(_ORIGINAL_PDB):
                 return
             self.site = (caller.f_code.co_filename, caller.f_lineno)
             Skips.stopped_at(*self.site)
+        self.why = "breakpoint"
         if caller is None or caller is frame:
             _ORIGINAL_PDB.set_trace(self, frame)
             return
@@ -279,10 +283,15 @@ class RankPdb(_ORIGINAL_PDB):
         return bool(_ORIGINAL_PDB.stop_here(self, frame))
 
     def break_here(self, frame: types.FrameType) -> bool:
-        """Breakpoints stop nothing once detached; one that stops is remembered (bare `:skip`)."""
+        """Breakpoints stop nothing once detached; one that stops is remembered (bare `:skip`) and
+        says so (`why`).
+
+        bdb asks only where a step does not stop already: a stop it causes is the breakpoint's.
+        """
         if detached or not _ORIGINAL_PDB.break_here(self, frame):
             return False
         Skips.stopped_at(frame.f_code.co_filename, frame.f_lineno)
+        self.why = "breakpoint"
         return True
 
     def sigint_handler(self, signum: int, frame: Any) -> None:
@@ -291,6 +300,7 @@ class RankPdb(_ORIGINAL_PDB):
         if self.allow_kbdint:  # type: ignore[attr-defined]  # set in pdb.Pdb.__init__, not in its stubs
             raise KeyboardInterrupt
         self.message("\nProgram interrupted. (Use 'cont' to resume).")
+        self.why = "interrupt"
         self.user_code_only = True  # the next line of the user's code: not inside torch or an import
         _ORIGINAL_PDB.set_trace(self, frame)
 
@@ -316,6 +326,8 @@ class RankPdb(_ORIGINAL_PDB):
         if detached:
             return
         self.post_mortem = frame is None and traceback is not None
+        if self.post_mortem:
+            self.why = "post-mortem"
         self.user_code_only = False
         outer, active = active, self
         self._hold()  # the location, the `paused` mark and the prompt: one write
@@ -369,6 +381,7 @@ class RankPdb(_ORIGINAL_PDB):
         `paused` again (`postcmd`). One event a step instead of two.
         """
         self._release()
+        self.why = ""
         if self._program_terminal is not None:
             restore_terminal(self._program_terminal)
             self._program_terminal = None
@@ -407,7 +420,10 @@ class RankPdb(_ORIGINAL_PDB):
         if frame is None:
             return
         code = frame.f_code
-        line = paused_line(code.co_filename, frame.f_lineno, code.co_name, self.post_mortem, self.curindex)
+        why, self.why = self.why, ""  # the stop's first event only: later ones are the same stop
+        line = paused_line(
+            code.co_filename, frame.f_lineno, code.co_name, self.post_mortem, self.curindex, why
+        )
         if self.post_mortem or on_link:  # post-mortem: in order after the `exception` event it follows
             link.send_line(line)
             return

@@ -174,27 +174,32 @@ class Welcome(Message):
 
 @dataclass(frozen=True)
 class Paused(Message):
-    """The debugger's prompt is open at `frame` (`depth` frames deep in the user's stack)."""
+    """The debugger's prompt is open at `frame` (`depth` frames deep in the user's stack). The first
+    event of a stop says `why` it opened: `breakpoint` (a pdb breakpoint or a hard-coded
+    `breakpoint()`), `post-mortem`, `interrupt` (SIGINT), or empty (a command's step ended there,
+    or ddptui stopped it: `:until-collective`); the events that follow while the prompt stays
+    open (after `p`, `up`) say nothing."""
 
     KIND: ClassVar[str] = "paused"
     frame: Frame
     post_mortem: bool = False
     depth: int = 0
+    why: str = ""
 
     def encode(self) -> bytes:
         """The line `Message.encode` makes (see `paused_line`)."""
         frame = self.frame
-        return paused_line(frame.file, frame.line, frame.func, self.post_mortem, self.depth)
+        return paused_line(frame.file, frame.line, frame.func, self.post_mortem, self.depth, self.why)
 
 
 @functools.lru_cache(maxsize=1024)
-def paused_line(file: str, line: int, func: str, post_mortem: bool, depth: int) -> bytes:
+def paused_line(file: str, line: int, func: str, post_mortem: bool, depth: int, why: str = "") -> bytes:
     """A `Paused`'s line, formatted directly: a rank sends one every step, with its caches cold,
     and building it through dataclasses and `json.dumps` would be a large share of a RankPdb step.
     Kept: a loop stops at the same few lines again and again."""
     return (
         f'{{"k":"paused","frame":[{_quoted(file)},{line or 0:d},{_quoted(func)}],'
-        f'"post_mortem":{"true" if post_mortem else "false"},"depth":{depth:d}}}\n'
+        f'"post_mortem":{"true" if post_mortem else "false"},"depth":{depth:d},"why":{_quoted(why)}}}\n'
     ).encode()
 
 
@@ -340,13 +345,16 @@ def _paused(body: dict[str, Any]) -> Paused:
     frame = body.get("frame")
     post_mortem = body.get("post_mortem", False)
     depth = body.get("depth", 0)
+    why = body.get("why", "")
     if frame is None:
         raise ProtocolError("paused without frame")
     if not isinstance(post_mortem, bool):
         raise ProtocolError(f"expected bool, got {type(post_mortem).__name__}")
     if not isinstance(depth, int) or isinstance(depth, bool):
         raise ProtocolError(f"expected int, got {type(depth).__name__}")
-    return Paused(Frame.from_json(frame), post_mortem, depth)
+    if not isinstance(why, str):
+        raise ProtocolError(f"expected str, got {type(why).__name__}")
+    return Paused(Frame.from_json(frame), post_mortem, depth, why)
 
 
 def decode(line: bytes) -> Message:

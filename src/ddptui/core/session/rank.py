@@ -58,6 +58,9 @@ class Rank:
         """How many `paused` events arrived: a broadcast waits for this to grow."""
         self.phase_since = time.monotonic()
         self.paused_at = 0.0
+        self.why = ""
+        """Why its prompt opened, as the stop's first `paused` said (`Paused.why`: `breakpoint`,
+        `post-mortem`, `interrupt`); empty for a step's end, and for the events after the first."""
         self.input_mark = 0
         """Output offset when input was last sent: a prompt before it is an old one."""
         self.failed_at: float | None = None
@@ -126,6 +129,7 @@ class Rank:
         if isinstance(message, Paused):
             self.paused_count += 1
             self.paused_at = time.monotonic()
+            self.why = message.why
             self._set(self.state.paused(message.frame, message.post_mortem))
         elif isinstance(message, Running):
             self.resumed()

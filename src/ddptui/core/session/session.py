@@ -23,6 +23,7 @@ from ddptui.core.model.state import PAUSED, RUNNING, STARTING, WAITING, RankStat
 from ddptui.core.model.targets import Line, format_ranks, parse_line, parse_ranks
 from ddptui.core.model.topology import Topology
 from ddptui.core.session import teardown, wrap
+from ddptui.core.session.allstop import AllStop
 from ddptui.core.session.arrivals import Arrivals
 from ddptui.core.session.keys import PaneKeys
 from ddptui.core.session.lockstep import Broadcast, Lockstep, wake
@@ -84,6 +85,10 @@ class Session:
         self.topology_reader = TopologyReader(self, self.resources.spawn)
         """The job's process groups and device meshes, as its ranks tell them."""
         self.lockstep.on_step.append(self.topology_reader.soon)
+        self.all_stop = AllStop(self, self.resources.spawn, self._watchdog.stalls.place)
+        """Stops the other ranks when one stops at a breakpoint or crashes (not with `--non-stop`)."""
+        if spec.all_stop:
+            self.on_state.append(self.all_stop.on_state)
 
     @property
     def topology(self) -> Topology:

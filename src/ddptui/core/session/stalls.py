@@ -157,6 +157,14 @@ class StallWatch:
             return False
         return rank.state.phase is Phase.WAITING or self.stalled(rank, now)
 
+    async def place(self, rank: Rank, where: Frame | None, callee: str | None) -> None:
+        """Mark a rank waiting at `where` in `callee` that all-stop found blocked there, before the
+        stall timeout: how far its collectives got now is what the next look compares with, and
+        that look comes a stall timeout later (an older measure would call it moved, and running)."""
+        self._collectives[rank.index] = await collective_progress(rank)
+        self._dumped[rank.index] = time.monotonic()
+        rank.stalled(where, callee)
+
     async def mark_waiting(self, rank: Rank) -> None:
         """Sample the rank's stack and mark it waiting where its user code stands."""
         self._dumping.add(rank.index)

@@ -75,6 +75,9 @@ class LaunchSpec:
     files (`ddptui.break_options`)."""
     stop_at_start: bool = False
     """`--stop-at-start`: every rank stops at its program's first line."""
+    all_stop: bool = True
+    """When a rank stops at a breakpoint or crashes into post-mortem, stop the others too
+    (`session.allstop`); False (`--non-stop`): they run on."""
 
     @property
     def starts_ranks(self) -> bool:

@@ -1,0 +1,227 @@
+"""`AllStop`: when a rank stops on its own, the other ranks stop too (gdb's all-stop mode).
+
+A rank stops on its own at a breakpoint (pdb's `b`, or a hard-coded `breakpoint()`) or in
+post-mortem after a crash, as the first `paused` event of that stop says (`Rank.why`). The end of
+a step ddptui sent, an interrupt, and `:until-collective`'s stop do not count: a lockstep `n`
+brings the ranks back to their prompts one by one, and none of them is interrupted for it.
+
+The other ranks get `GRACE` seconds to stop on their own (a `c` sent to every rank brings each
+to the same breakpoint, a little apart). Then each rank still running is looked at: one blocked
+in a collective or in the rendezvous (which cannot complete while the stopped rank is away) is
+marked `waiting` there at once, without waiting for the stall timeout; one still importing (its
+start, which takes seconds with torch) gets the grace again, up to `STARTUP_WAIT`, as it is likely
+on its way to the same breakpoint; any other is interrupted and stops at its next line of the
+user's code (the `interrupt` request, as `:interrupt` sends).
+What happened is said once, the rank that stopped first and why at its head:
+`all-stop: rank 2 stopped at train.py:19 (breakpoint); ranks 0-1,3 stopped at their next line`.
+`--non-stop` (`LaunchSpec.all_stop` False) leaves the other ranks running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from ddptui.core.model.stacks import blocked_at
+from ddptui.core.model.state import PAUSED, RUNNING, STARTING, Frame, RankState
+from ddptui.core.model.targets import by_words, name_ranks
+from ddptui.core.model.topology import Topology
+from ddptui.core.session.rank import Rank
+from ddptui.core.session.stalls import main_stack
+from ddptui.core.transport.interface import RequestError
+from ddptui.rank.asks import Ask, Collectives, Interrupt
+
+R = TypeVar("R")
+
+GRACE = 1.0
+"""Seconds the other ranks get to stop on their own before they are stopped."""
+STARTUP_WAIT = 30.0
+"""Seconds a rank still importing is given to stop by itself before it is interrupted there."""
+STOP_WAIT = 5.0
+"""Seconds the interrupted ranks get to open their prompts before what happened is said."""
+STOPS = ("breakpoint", "post-mortem")
+"""The `Paused.why` of a rank that stops on its own (an interrupt or a step's end does not count)."""
+WAITING_FILES = ("distributed_c10d.py", "rendezvous.py")
+"""Where a rank waits for the others: torch's collectives and its rendezvous."""
+
+
+class Stopping(Protocol):
+    """What all-stop needs of the session (`Session` is one)."""
+
+    ranks: list[Rank]
+
+    @property
+    def topology(self) -> Topology:
+        """The job's process groups, to name the one a rank waits in."""
+
+    def log(self, line: str) -> None:
+        """Tell the user."""
+
+    def ask(
+        self, ask: Ask[R], targets: Iterable[int], timeout: float = 2.0
+    ) -> Awaitable[dict[int, R | RequestError]]:
+        """Ask every target rank at once."""
+
+    def wait_until(self, condition: Callable[[], bool], timeout: float | None = None) -> Awaitable[bool]:
+        """Wait until `condition()` holds; False if `timeout` passed first."""
+
+
+def running(ranks: Iterable[Rank]) -> list[Rank]:
+    """The live ranks among `ranks` that run: starting or running, neither at a prompt nor waiting."""
+    return [rank for rank in ranks if rank.state.alive and rank.state.phase in (STARTING, RUNNING)]
+
+
+def importing(frames: list[Frame]) -> bool:
+    """True when a stack stands in an import: a rank still starting (torch takes seconds), likely
+    to reach the same breakpoint by itself."""
+    return any(frame.file.startswith("<frozen importlib") for frame in frames)
+
+
+def in_collective(frames: list[Frame]) -> bool:
+    """True when a stack (innermost first) stands in a torch collective or rendezvous under the
+    user's code: the rank waits there for the others."""
+    where, _ = blocked_at(frames)
+    inner = frames[: frames.index(where)] if where is not None else frames
+    return any(frame.file.endswith(WAITING_FILES) for frame in inner)
+
+
+async def blocked_ranks(ranks: list[Rank]) -> dict[int, tuple[Frame | None, str | None]]:
+    """The ranks among `ranks` blocked in a collective or the rendezvous, each with where and in
+    what (`blocked_at`), from their main thread's stack."""
+    stacks = await asyncio.gather(*(main_stack(rank) for rank in ranks))
+    return {
+        rank.index: blocked_at(frames)
+        for rank, frames in zip(ranks, stacks, strict=True)
+        if in_collective(frames)
+    }
+
+
+@dataclass
+class Outcome:
+    """What all-stop did to the other ranks."""
+
+    interrupted: list[Rank] = field(default_factory=list)
+    refused: dict[int, RequestError] = field(default_factory=dict)
+    """Ranks the interrupt did not reach, and why."""
+    blocked: dict[int, tuple[Frame | None, str | None]] = field(default_factory=dict)
+    """Ranks blocked in a collective or the rendezvous: where, and in what (`blocked_at`)."""
+
+
+class AllStop:
+    """Listens to the session's ranks (`on_state`) and stops the others when one stops on its own."""
+
+    def __init__(
+        self,
+        session: Stopping,
+        spawn: Callable[[Coroutine[Any, Any, None]], None],
+        place: Callable[[Rank, Frame | None, str | None], Awaitable[None]],
+    ) -> None:
+        """`spawn` runs the stopping in the background (the session's, cancelled as it closes);
+        `place` marks a rank waiting where it is blocked (`StallWatch.place`)."""
+        self._session = session
+        self._spawn = spawn
+        self._place = place
+        self._seen: dict[int, int] = {}
+        """Each rank's `paused_count` at the last stop of its own looked at: a stop is looked at once."""
+        self._stopping = False
+        """True while the others are being stopped: a second rank stopping meanwhile is one of them."""
+        self._others: list[Rank] | None = None
+        """During the grace, the ranks it waits for; emptied the moment none of them runs (a
+        broadcast may set them running again before the waiting coroutine looks)."""
+
+    def on_state(self, index: int, state: RankState) -> None:
+        """A rank's state changed: when a breakpoint or a crash opened its prompt while other ranks
+        run, stop them. (Called twice a rank a lockstep step: the common case returns at once.)"""
+        if self._others and not running(self._others):
+            self._others = []
+        if state.phase is not PAUSED:
+            return
+        ranks = self._session.ranks
+        first = ranks[index]
+        if first.why not in STOPS or self._seen.get(index) == first.paused_count:
+            return  # a step's end (no `why`), or the same stop told again (its state changed)
+        self._seen[index] = first.paused_count
+        if not (self._stopping or state.ended_by_ddptui) and running(r for r in ranks if r is not first):
+            self._stopping = True
+            self._spawn(self._stop_others(first))
+
+    async def _stop_others(self, first: Rank) -> None:
+        """Give the others `GRACE` to stop on their own, then stop or place each one still running,
+        unless `first` left its prompt meanwhile (the user resumed it); a rank still importing
+        gets the grace again, up to `STARTUP_WAIT`. Say what was done, once."""
+        session = self._session
+        done = Outcome()
+        patient_until = time.monotonic() + STARTUP_WAIT
+        try:
+            waiting_for = self._others = [rank for rank in session.ranks if rank is not first]
+            while waiting_for:
+                await session.wait_until(lambda: not self._others or not first.state.at_prompt, GRACE)
+                late = running(waiting_for) if self._others else []
+                if not first.state.at_prompt or not late:
+                    break
+                waiting_for = self._others = await self._stop(late, done, time.monotonic() < patient_until)
+            if done.interrupted or done.refused or done.blocked:
+                session.log(await self._said(first, done))
+            # after the line: what is said of the waiting ranks (verdicts) follows its cause
+            await asyncio.gather(*(self._place(session.ranks[i], *at) for i, at in done.blocked.items()))
+        finally:
+            self._stopping, self._others = False, None
+
+    async def _stop(self, late: list[Rank], done: Outcome, patient: bool) -> list[Rank]:
+        """Place the ranks blocked in a collective, interrupt the others that run (unless `patient`
+        and still starting: those are returned, to be looked at again) and wait until they stop."""
+        session = self._session
+        stacks = await asyncio.gather(*(main_stack(rank) for rank in late))
+        starting, asked = [], []
+        for rank, frames in zip(late, stacks, strict=True):
+            if in_collective(frames):
+                done.blocked[rank.index] = blocked_at(frames)
+            elif patient and (not rank.transport.linked or importing(frames)):
+                starting.append(rank)
+            else:
+                asked.append(rank)
+        answers = await session.ask(Interrupt(), [rank.index for rank in asked]) if asked else {}
+        interrupted = [rank for rank in asked if answers.get(rank.index) is True]
+        done.interrupted += interrupted
+        done.refused.update((i, reply) for i, reply in answers.items() if isinstance(reply, RequestError))
+        await session.wait_until(lambda: not running(interrupted), STOP_WAIT)
+        return starting
+
+    async def _said(self, first: Rank, done: Outcome) -> str:
+        """The one line that says what all-stop did: who stopped first and why, then the others."""
+        state = first.state
+        crash = state.crash
+        why = f"crashed {dataclasses.replace(crash, where=None)}, in post-mortem" if crash else "breakpoint"
+        parts = [f"all-stop: rank {first.index} stopped at {state.location} ({why})"]
+        stopped = [rank.index for rank in done.interrupted if rank.state.at_prompt]
+        if stopped:
+            parts.append(f"{name_ranks(stopped)} stopped at their next line")
+        parts += [
+            f"rank {rank.index} interrupted: it stops once its current call returns"
+            for rank in done.interrupted
+            if rank.state.alive and not rank.state.at_prompt
+        ]
+        parts += [f"rank {index} not stopped: {reply}" for index, reply in done.refused.items()]
+        groups = await self._groups(list(done.blocked))
+        waits = ((i, f"{callee or 'a call'}{groups.get(i, '')}") for i, (_, callee) in done.blocked.items())
+        parts += [f"{ranks} waiting in {words} for rank {first.index}" for ranks, words in by_words(waits)]
+        return "; ".join(parts)
+
+    async def _groups(self, indices: list[int]) -> dict[int, str]:
+        """` (WORLD)`: the process group each rank's collective in flight belongs to, where its
+        record says (nothing for a rank whose last record is complete, or that cannot answer)."""
+        if not indices:
+            return {}
+        session = self._session
+        answers = await session.ask(Collectives(last=1), indices, 1.0)
+        names = {}
+        for index, records in answers.items():
+            if isinstance(records, list) and records and records[-1].get("state") != "completed":
+                pg = records[-1].get("pg")
+                if isinstance(pg, str):
+                    names[index] = f" ({session.topology.group_name(pg)})"
+        return names
