@@ -17,6 +17,8 @@ from ddptui import __version__, break_options, torchrun_options
 from ddptui.core.commands import batch, batch_input
 from ddptui.core.commands.batch_input import BatchInputError
 from ddptui.core.commands.context import MAX_STOPS, Context
+from ddptui.core.detach import main as detached
+from ddptui.core.detach.start import Detached, DetachError, detach
 from ddptui.core.session.session import Session
 from ddptui.core.transport.launch import LaunchError, LaunchSpec
 from ddptui.core.transport.logs import check_log_dir
@@ -46,7 +48,8 @@ def build_parser() -> Parser:
         description="Run a PyTorch distributed job with one pdb pane per rank.",
         usage="ddptui [options] (SCRIPT | -m MODULE) [ARGS...]  |  ddptui [options] -- COMMAND...",
         epilog="ddptui listen: ranks started elsewhere connect (see ddptui listen --help); "
-        "ddptui attach PID: a job already running, read-only (see ddptui attach --help)",
+        "ddptui attach PID: a job already running, read-only (see ddptui attach --help); "
+        "ddptui sessions, join, kill: sessions started with --detach (see docs/remote.md)",
         allow_abbrev=False,
     )
     add = parser.add_argument
@@ -65,6 +68,7 @@ def build_parser() -> Parser:
     add("--standalone", action="store_true", help="accepted for torchrun compatibility")
     torchrun_options.add_options(parser)
     add_session_options(parser)
+    detached.add_options(parser)
     add("--demo", action="store_true", help="run the bundled 4-rank CPU DDP example")
     add("-m", "--module", action="store_true", help="SCRIPT is a module name, as in python -m")
     add("--version", action="version", version=f"ddptui {__version__}")
@@ -253,6 +257,8 @@ def check_session_options(options: argparse.Namespace) -> None:
         raise UsageError(f"--scrollback must be 0 or more lines, not {options.scrollback}")
     if options.timeout is not None and options.batch is None:
         raise UsageError("--timeout applies to --batch runs only")
+    if "detach" in options:
+        detached.check_options(options)
 
 
 def old_script_form(command: Sequence[str]) -> bool:
@@ -370,6 +376,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ddptui.core.attach.main import main as attach
 
         return attach(argv[1:])
+    if argv[:1] and argv[0] in detached.COMMANDS:  # sessions started with --detach
+        return detached.main(argv)
     try:
         spec, options = listen_spec(argv[1:]) if argv[:1] == ["listen"] else parse_spec(argv)
         notes = torchrun_options.wrapped_notes if spec.command else torchrun_options.notes
@@ -380,6 +388,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             batch_input.check_source(options.batch)
         if spec.log_dir:
             check_log_dir(spec.log_dir, spec.nproc)
+        if getattr(options, "detach", False):
+            print(
+                detach(
+                    Detached(
+                        spec,
+                        lambda spec: batch_context(spec, options),
+                        options.detached_timeout,
+                        not options.no_collapse,
+                    )
+                )
+            )
+            return 0
         if options.batch is None and not (sys.stdin.isatty() and sys.stdout.isatty()):
             if not options.demo:
                 raise UsageError(
@@ -387,7 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             print("ddptui: no terminal for the app: the demo runs as --batch would", file=sys.stderr)
             options.batch = DEMO_STEPS
-    except (UsageError, BatchInputError, LaunchError) as exc:
+    except (UsageError, BatchInputError, LaunchError, DetachError) as exc:
         print(f"ddptui: error: {exc}", file=sys.stderr)
         return 2
     try:
