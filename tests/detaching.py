@@ -3,6 +3,7 @@ its processes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -79,5 +80,9 @@ def sessions_fixture(ddptui: Runner) -> Iterator[Sessions]:
     yield made
     for name in made.files():
         if name.endswith(".json"):
-            ddptui.run("kill", name.removesuffix(".json"), timeout=60)
+            with contextlib.suppress(psutil.Error, OSError, ValueError):
+                process = made.process(name.removesuffix(".json"))
+                ddptui.run("kill", name.removesuffix(".json"), timeout=60)
+                process.terminate()
+                gone([process])
     shutil.rmtree(made.runtime, ignore_errors=True)

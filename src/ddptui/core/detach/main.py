@@ -145,7 +145,11 @@ def kill(argv: list[str]) -> int:
 
 def _lines(source: str) -> Iterator[str]:
     """The lines of `source` (`-`: standard input), read as `--batch` reads them."""
-    stream = open(0, "rb", closefd=False) if source == STDIN else open(source, "rb")  # noqa: SIM115
-    with stream:
-        while chunk := stream.readline(batch_input.MAX_LINE):
-            yield chunk.decode("utf-8", "replace").removesuffix("\n").removesuffix("\r")
+    try:
+        stream = open(0, "rb", closefd=False) if source == STDIN else open(source, "rb")  # noqa: SIM115
+        with stream:
+            while chunk := stream.readline(batch_input.MAX_LINE):
+                yield chunk.decode("utf-8", "replace").removesuffix("\n").removesuffix("\r")
+    except OSError as exc:
+        what = "standard input" if source == STDIN else f"batch file {source}"
+        raise BatchInputError(f"cannot read {what}: {exc.strerror or exc}") from None

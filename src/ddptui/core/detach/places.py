@@ -45,9 +45,12 @@ class Entry:
         return home() / f"{self.id}.sock"
 
     def alive(self) -> bool:
-        """True while the session process runs."""
+        """True while the session process runs (a zombie left unreaped by init does not)."""
         try:
-            started: float = psutil.Process(self.pid).create_time()
+            process = psutil.Process(self.pid)
+            started: float = process.create_time()
+            if process.status() == psutil.STATUS_ZOMBIE:
+                return False
         except psutil.Error:
             return False
         return abs(started - self.pid_started) < 0.01
