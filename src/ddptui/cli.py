@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import math
 import os
 import shutil
@@ -23,6 +24,7 @@ from ddptui.core.session.session import Session
 from ddptui.core.transport.launch import LaunchError, LaunchSpec
 from ddptui.core.transport.logs import check_log_dir
 from ddptui.rank.timeouts import DEFAULT_PG_TIMEOUT
+from ddptui.script_check import ScriptError, check_script
 
 DEMO_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "demo", "train.py")
 DEMO_STEPS = os.path.join(os.path.dirname(DEMO_SCRIPT), "steps.txt")
@@ -220,7 +222,10 @@ def parse_spec(argv: Sequence[str]) -> tuple[LaunchSpec, argparse.Namespace]:
     if options.master_port is not None and not 0 < options.master_port < 65536:
         raise UsageError(f"--master-port {options.master_port} is not a port number")
     if not options.module and not options.no_python:
-        check_script(options.script)
+        try:
+            check_script(options.script)
+        except ScriptError as exc:
+            raise UsageError(str(exc)) from None
     if torchrun_options.needs_torchrun(options):  # torchrun launches it; its workers connect to ddptui
         return wrap_spec(options, [], torchrun_options.torchrun_command(options)), options
     master_addr, master_port = torchrun_options.master(options)
@@ -301,28 +306,6 @@ def with_breaks(spec: LaunchSpec, options: argparse.Namespace, script: str | Non
     return replace(spec, breaks=breaks, stop_at_start=options.stop_at_start)
 
 
-def check_script(path: str) -> None:
-    """Fail early, in one line, on a script that does not exist or does not compile."""
-    if os.path.isdir(path):
-        if not os.path.isfile(os.path.join(path, "__main__.py")):
-            raise UsageError(f"{path} is a directory without __main__.py")
-        return
-    try:
-        with open(path, "rb") as script:
-            source = script.read()
-    except FileNotFoundError:
-        raise UsageError(f"no such script: {path}") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        compile(source, path, "exec", dont_inherit=True)
-    except (SyntaxError, ValueError) as exc:
-        where = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.lineno else ""
-        raise UsageError(
-            f"cannot run {path}: {type(exc).__name__}: {exc.args[0] if exc.args else exc}{where}"
-        ) from None
-
-
 def batch_context(spec: LaunchSpec, options: argparse.Namespace) -> Context:
     """The session of a batch run, and its commands' context."""
     if spec.starts_ranks:  # only ddptui types into their terminals
@@ -388,17 +371,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             batch_input.check_source(options.batch)
         if spec.log_dir:
             check_log_dir(spec.log_dir, spec.nproc)
-        if getattr(options, "detach", False):
-            print(
-                detach(
-                    Detached(
-                        spec,
-                        lambda spec: batch_context(spec, options),
-                        options.detached_timeout,
-                        not options.no_collapse,
-                    )
-                )
-            )
+        if getattr(options, "detach", False):  # a session process runs it, headless as --batch
+            make = functools.partial(batch_context, options=options)
+            print(detach(Detached(spec, make, options.detached_timeout, not options.no_collapse)))
             return 0
         if options.batch is None and not (sys.stdin.isatty() and sys.stdout.isatty()):
             if not options.demo:
