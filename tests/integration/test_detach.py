@@ -70,11 +70,12 @@ def test_kill_ends_the_session_and_every_rank(sessions: Sessions, ddptui: Runner
 
 def test_a_job_that_ends_ends_its_session(sessions: Sessions) -> None:
     session = sessions.detach(STEPS)
+    process = sessions.process(session)
     result = sessions.join("c\n", session)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "[rank 1] rank 1 value 13" in result.stdout
     assert summary(result.stdout) == {0: "exited 0", 1: "exited 0"}
-    assert gone([sessions.process(session)] if sessions.files() else [])
+    assert gone([process])
     assert sessions.files() == []
 
 
