@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import math
 import os
 import shutil
@@ -17,10 +18,13 @@ from ddptui import __version__, break_options, torchrun_options
 from ddptui.core.commands import batch, batch_input
 from ddptui.core.commands.batch_input import BatchInputError
 from ddptui.core.commands.context import MAX_STOPS, Context
+from ddptui.core.detach import main as detached
+from ddptui.core.detach.start import Detached, DetachError, detach
 from ddptui.core.session.session import Session
 from ddptui.core.transport.launch import LaunchError, LaunchSpec
 from ddptui.core.transport.logs import check_log_dir
 from ddptui.rank.timeouts import DEFAULT_PG_TIMEOUT
+from ddptui.script_check import ScriptError, check_script
 
 DEMO_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "demo", "train.py")
 DEMO_STEPS = os.path.join(os.path.dirname(DEMO_SCRIPT), "steps.txt")
@@ -46,7 +50,8 @@ def build_parser() -> Parser:
         description="Run a PyTorch distributed job with one pdb pane per rank.",
         usage="ddptui [options] (SCRIPT | -m MODULE) [ARGS...]  |  ddptui [options] -- COMMAND...",
         epilog="ddptui listen: ranks started elsewhere connect (see ddptui listen --help); "
-        "ddptui attach PID: a job already running, read-only (see ddptui attach --help)",
+        "ddptui attach PID: a job already running, read-only (see ddptui attach --help); "
+        "ddptui sessions, join, kill: sessions started with --detach (see docs/remote.md)",
         allow_abbrev=False,
     )
     add = parser.add_argument
@@ -65,6 +70,7 @@ def build_parser() -> Parser:
     add("--standalone", action="store_true", help="accepted for torchrun compatibility")
     torchrun_options.add_options(parser)
     add_session_options(parser)
+    detached.add_options(parser)
     add("--demo", action="store_true", help="run the bundled 4-rank CPU DDP example")
     add("-m", "--module", action="store_true", help="SCRIPT is a module name, as in python -m")
     add("--version", action="version", version=f"ddptui {__version__}")
@@ -222,7 +228,10 @@ def parse_spec(argv: Sequence[str]) -> tuple[LaunchSpec, argparse.Namespace]:
     if options.master_port is not None and not 0 < options.master_port < 65536:
         raise UsageError(f"--master-port {options.master_port} is not a port number")
     if not options.module and not options.no_python:
-        check_script(options.script)
+        try:
+            check_script(options.script)
+        except ScriptError as exc:
+            raise UsageError(str(exc)) from None
     if torchrun_options.needs_torchrun(options):  # torchrun launches it; its workers connect to ddptui
         return wrap_spec(options, [], torchrun_options.torchrun_command(options)), options
     master_addr, master_port = torchrun_options.master(options)
@@ -260,6 +269,8 @@ def check_session_options(options: argparse.Namespace) -> None:
         raise UsageError(f"--scrollback must be 0 or more lines, not {options.scrollback}")
     if options.timeout is not None and options.batch is None:
         raise UsageError("--timeout applies to --batch runs only")
+    if "detach" in options:
+        detached.check_options(options)
 
 
 def old_script_form(command: Sequence[str]) -> bool:
@@ -301,28 +312,6 @@ def with_breaks(spec: LaunchSpec, options: argparse.Namespace, script: str | Non
     except break_options.BreakError as exc:
         raise UsageError(str(exc)) from None
     return replace(spec, breaks=breaks, stop_at_start=options.stop_at_start)
-
-
-def check_script(path: str) -> None:
-    """Fail early, in one line, on a script that does not exist or does not compile."""
-    if os.path.isdir(path):
-        if not os.path.isfile(os.path.join(path, "__main__.py")):
-            raise UsageError(f"{path} is a directory without __main__.py")
-        return
-    try:
-        with open(path, "rb") as script:
-            source = script.read()
-    except FileNotFoundError:
-        raise UsageError(f"no such script: {path}") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        compile(source, path, "exec", dont_inherit=True)
-    except (SyntaxError, ValueError) as exc:
-        where = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.lineno else ""
-        raise UsageError(
-            f"cannot run {path}: {type(exc).__name__}: {exc.args[0] if exc.args else exc}{where}"
-        ) from None
 
 
 def batch_context(spec: LaunchSpec, options: argparse.Namespace) -> Context:
@@ -378,6 +367,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ddptui.core.attach.main import main as attach
 
         return attach(argv[1:])
+    if argv[:1] and argv[0] in detached.COMMANDS:  # sessions started with --detach
+        return detached.main(argv)
     try:
         spec, options = listen_spec(argv[1:]) if argv[:1] == ["listen"] else parse_spec(argv)
         notes = torchrun_options.wrapped_notes if spec.command else torchrun_options.notes
@@ -388,6 +379,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             batch_input.check_source(options.batch)
         if spec.log_dir:
             check_log_dir(spec.log_dir, spec.nproc)
+        if getattr(options, "detach", False):  # a session process runs it, headless as --batch
+            make = functools.partial(batch_context, options=options)
+            print(detach(Detached(spec, make, options.detached_timeout, not options.no_collapse)))
+            return 0
         if options.batch is None and not (sys.stdin.isatty() and sys.stdout.isatty()):
             if not options.demo:
                 raise UsageError(
@@ -395,7 +390,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             print("ddptui: no terminal for the app: the demo runs as --batch would", file=sys.stderr)
             options.batch = DEMO_STEPS
-    except (UsageError, BatchInputError, LaunchError) as exc:
+    except (UsageError, BatchInputError, LaunchError, DetachError) as exc:
         print(f"ddptui: error: {exc}", file=sys.stderr)
         return 2
     try:

@@ -20,7 +20,10 @@ def loaded(imports: str, forbidden: set[str]) -> str:
 
 
 def test_core_and_batch_do_not_import_the_ui_or_torch() -> None:
-    imports = "import ddptui.cli, ddptui.core.session.session, ddptui.core.commands.batch"
+    imports = (
+        "import ddptui.cli, ddptui.core.session.session, ddptui.core.commands.batch, "
+        "ddptui.core.detach.host, ddptui.core.detach.main"
+    )
     assert loaded(imports, {"textual", "pyte", "torch", "ddptui.ui"}) == ""
 
 

@@ -185,12 +185,7 @@ async def run(
     the ranks are ended and each rank's last state is printed.
     """
     session = ctx.session
-    transcript = Transcript(session, out, collapse)
-    for notice in session.notices:
-        transcript.note(notice)
-    session.on_notice.append(transcript.note)
-    session.lockstep.on_running.append(transcript.catch_up)
-    ctx.on_stop.append(transcript.stopped)
+    transcript = wired(ctx, out, collapse)
     # a program on a pipe may wait for an answer before it writes the next line
     lines = batch_input.lines(source, on_wait=transcript.catch_up)
     timed_out = False
@@ -209,8 +204,25 @@ async def run(
         for line in ctx.findings.summary():
             print(line, file=out)
         out.flush()
-    if timed_out:
-        return TIMED_OUT
+    return TIMED_OUT if timed_out else final_status(ctx)
+
+
+def wired(ctx: Context, out: TextIO, collapse: bool = True) -> Transcript:
+    """A transcript printing to `out` what the session says and each lockstep step, starting
+    with the notices said so far."""
+    session = ctx.session
+    transcript = Transcript(session, out, collapse)
+    for notice in session.notices:
+        transcript.note(notice)
+    session.on_notice.append(transcript.note)
+    session.lockstep.on_running.append(transcript.catch_up)
+    ctx.on_stop.append(transcript.stopped)
+    return transcript
+
+
+def final_status(ctx: Context) -> int:
+    """The exit status of a run that ended (see `exit_status`); 1 after a collective mismatch."""
+    session = ctx.session
     launcher = [session.launcher.state] if session.launcher is not None else []
     here = [rank.state for rank in session.ranks if not absent(rank)]  # not another node's ranks
     status = exit_status(here + launcher)

@@ -1,0 +1,103 @@
+"""A client's end of a detached session's socket: blocking, one line in flight at a time."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from typing import TextIO
+
+from ddptui.core.detach import wire
+from ddptui.core.detach.places import Entry
+
+ANSWER_TIMEOUT = 10.0
+"""Seconds a session has to answer a hello or a status."""
+KILL_TIMEOUT = 120.0
+"""Seconds a session has to end its ranks and say so after a kill (its teardown is bounded)."""
+
+
+class JoinError(Exception):
+    """A session that cannot be reached or that refused; the message is one line."""
+
+
+class Client:
+    """A connection to one session, after its hello was taken."""
+
+    def __init__(self, entry: Entry) -> None:
+        """Connect and say hello with the session's token (JoinError: refused, or no answer)."""
+        self.entry = entry
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.settimeout(ANSWER_TIMEOUT)
+        try:
+            self._sock.connect(str(entry.socket))
+        except OSError as exc:
+            self._sock.close()
+            raise JoinError(
+                f"cannot reach session {entry.id} at {entry.socket}: {exc.strerror or exc}"
+            ) from None
+        self._stream = self._sock.makefile("rb")
+        self._send(wire.Hello(entry.token, wire.VERSION))
+        answer = self._next(
+            f"session {entry.id} refused the connection (a wrong token, or no ddptui session)"
+        )
+        if isinstance(answer, wire.Refused):
+            raise JoinError(f"session {entry.id} refused: {answer.reason}")
+        if not isinstance(answer, wire.Welcome):
+            raise JoinError(f"session {entry.id} answered a hello with {answer.KIND}")
+
+    def run(self, text: str, out: TextIO) -> wire.Ended | None:
+        """Run one line, writing what it prints to `out`; the `Ended` if the session ended."""
+        self._send(wire.Line(text))
+        return self._until_done(out, None)
+
+    def status(self) -> tuple[str, ...]:
+        """How the session's ranks are (`0-3: paused at train.py:9`, one entry a state)."""
+        self._send(wire.Status())
+        answer = self._next()
+        return answer.ranks if isinstance(answer, wire.Report) else ()
+
+    def kill(self, out: TextIO) -> wire.Ended:
+        """End the session and every rank; what it printed last goes to `out`."""
+        self._send(wire.Kill())
+        ended = self._until_done(out, KILL_TIMEOUT)
+        if ended is None:
+            raise JoinError(f"session {self.entry.id} did not end")
+        return ended
+
+    def close(self) -> None:
+        """Say bye and close: the session and its ranks stay as they are."""
+        with contextlib.suppress(OSError):
+            self._send(wire.Bye())
+        self._stream.close()
+        self._sock.close()
+
+    def _until_done(self, out: TextIO, timeout: float | None) -> wire.Ended | None:
+        """Write `Output`s to `out` until `Done` (None) or `Ended`."""
+        self._sock.settimeout(timeout)
+        while True:
+            message = self._next()
+            if isinstance(message, wire.Output):
+                out.write(message.text)
+                out.flush()
+            elif isinstance(message, wire.Ended):
+                return message
+            elif isinstance(message, wire.Done):
+                return None
+
+    def _send(self, message: wire.Message) -> None:
+        """Send one message."""
+        self._sock.sendall(message.encode())
+
+    def _next(self, at_end: str = "") -> wire.Message:
+        """The next message (JoinError, saying `at_end` at the connection's end, or a garbled line)."""
+        try:
+            line = self._stream.readline(wire.MAX_LINE)
+        except TimeoutError:
+            raise JoinError(f"session {self.entry.id} does not answer") from None
+        except OSError as exc:
+            raise JoinError(f"session {self.entry.id}: {exc.strerror or exc}") from None
+        if not line:
+            raise JoinError(at_end or f"session {self.entry.id} closed the connection without a word")
+        try:
+            return wire.decode(line)
+        except wire.WireError as exc:
+            raise JoinError(f"session {self.entry.id} sent {exc}") from None

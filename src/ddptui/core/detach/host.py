@@ -1,0 +1,220 @@
+"""The session process's side of the socket: clients join, their lines run one at a time.
+
+A detached session is a `--batch` run whose lines come from clients instead of a file: one
+`Context`, one transcript (`batch.wired`) whose stream (`Relay`) goes to the client whose line
+runs, each line run by `batch.run_line` exactly as `--batch` runs it. Lines from every client
+wait in one queue, in arrival order. A client that leaves leaves the ranks as they are. The
+session ends at `:quit`, at a client's `Kill`, when every rank has ended, on SIGTERM or SIGINT,
+or after `--detached-timeout` seconds with no client joined; every client still connected is
+then sent `Ended` with the summary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import signal
+import socket
+import sys
+from collections.abc import Awaitable
+from typing import TextIO, cast
+
+from ddptui.core.commands import batch
+from ddptui.core.commands.context import Context
+from ddptui.core.detach import wire
+from ddptui.core.detach.relay import Joined, Relay
+from ddptui.core.model.targets import format_ranks
+
+HELLO_TIMEOUT = 5.0
+"""Seconds a new connection has to say hello before it is dropped."""
+DRAIN_TIMEOUT = 5.0
+"""Seconds the last messages have to reach the clients as the session ends."""
+
+_Item = tuple[Joined, str] | None  # a client's line, or None: the job ended by itself
+
+
+class Host:
+    """A headless session served on a unix socket to the clients that present its token."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        session_id: str,
+        token: str,
+        detached_timeout: float | None = None,
+        collapse: bool = True,
+    ) -> None:
+        self.ctx = ctx
+        self.session_id = session_id
+        self._token = token.encode()
+        self.detached_timeout = detached_timeout
+        self.relay = Relay()
+        self.transcript = batch.wired(ctx, cast(TextIO, self.relay), collapse)
+        self.clients: dict[Joined, asyncio.StreamWriter] = {}
+        self.joined: set[Joined] = set()
+        """Clients that sent a line: while there is none, `--detached-timeout` counts down."""
+        self._lines: asyncio.Queue[_Item] = asyncio.Queue()
+        self._ending = asyncio.Event()
+        self._ender: Joined | None = None
+        self.why = ""
+        """Why the session ended (for its log)."""
+        self._timer: asyncio.TimerHandle | None = None
+
+    async def serve(self, listening: socket.socket) -> int:
+        """Serve clients until the session ends; returns the exit status `--batch` would give."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.end, None, f"ended by {signal.Signals(sig).name}")
+        loop.add_signal_handler(signal.SIGHUP, lambda: None)  # no terminal: a stray hangup ends nothing
+        server = await asyncio.start_unix_server(self._client, sock=listening, limit=wire.MAX_LINE)
+        tasks = [asyncio.create_task(self._work()), asyncio.create_task(self._watch_job())]
+        self._idle_changed()
+        try:
+            await self._ending.wait()
+        finally:
+            server.close()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        return await self._finish()
+
+    def end(self, client: Joined | None, why: str) -> None:
+        """End the session (once): `client`, if any, is sent what the last of the job prints."""
+        if self._ending.is_set():
+            return
+        self._ender, self.why = client, why
+        self._ending.set()
+
+    def report(self) -> tuple[str, ...]:
+        """Each state the ranks are in, with the ranks in it: `0-3: paused at train.py:9`."""
+        by_state: dict[str, set[int]] = {}
+        for rank in self.ctx.session.ranks:
+            by_state.setdefault(rank.state.describe(), set()).add(rank.index)
+        return tuple(f"{format_ranks(ranks)}: {state}" for state, ranks in by_state.items())
+
+    # -- lines --------------------------------------------------------------------------------
+    async def _work(self) -> None:
+        """Run the clients' lines one at a time, as `--batch` runs its file's."""
+        session = self.ctx.session
+        await session.arrivals.wait_started()
+        await session.wait_settled()
+        batch.report_early_deaths(session)
+        while (item := await self._lines.get()) is not None:
+            client, text = item
+            self.relay.to(client)
+            self.transcript.flush()  # what the ranks printed since the last line
+            go_on = await batch.run_line(self.ctx, text, self.transcript)
+            self.transcript.say_unsent()
+            self.transcript.flush()
+            if not go_on or batch.all_gone(session):
+                self.end(client, "quit" if not go_on else "the job ended")
+                return
+            client.send(wire.Done())
+            self.relay.to(None)
+        self.end(None, "the job ended")
+
+    async def _watch_job(self) -> None:
+        """Once every rank has ended, end the session after the lines already queued."""
+        session = self.ctx.session
+        await session.wait_until(lambda: batch.all_gone(session))
+        self._lines.put_nowait(None)
+
+    async def _finish(self) -> int:
+        """End every rank, send the last of the transcript to the client that ended the session,
+        and `Ended` to every client."""
+        ctx = self.ctx
+        self.relay.to(self._ender)
+        await ctx.findings.settle()
+        await ctx.session.close()
+        self.transcript.flush()
+        summary = tuple(ctx.findings.summary())
+        status = batch.final_status(ctx)
+        for line in summary:
+            print(line, file=sys.stderr)  # the session's log
+        ended = wire.Ended(summary, status)
+        for client in list(self.clients):
+            client.send(ended)
+        await self._drain_all()
+        return status
+
+    async def _drain_all(self) -> None:
+        """Let the last messages reach the clients (bounded), then close their connections."""
+        writers = list(self.clients.values())
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(DRAIN_TIMEOUT):
+                await asyncio.gather(*(_quietly(writer.drain()) for writer in writers))
+        for writer in writers:
+            writer.close()
+
+    # -- clients ------------------------------------------------------------------------------
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """One connection: its hello, then its messages until it leaves."""
+        client = Joined(writer.write)
+        try:
+            if await self._greet(reader, client):
+                self.clients[client] = writer
+                await self._messages(reader, client)
+        except (OSError, ValueError, TimeoutError, asyncio.IncompleteReadError):
+            pass  # a client gone, a line past MAX_LINE, no hello in time: the connection ends
+        finally:
+            client.gone = True
+            self.clients.pop(client, None)
+            self.joined.discard(client)
+            self._idle_changed()
+            writer.close()
+
+    async def _greet(self, reader: asyncio.StreamReader, client: Joined) -> bool:
+        """True for a hello with the token and this version; a wrong token is sent nothing."""
+        async with asyncio.timeout(HELLO_TIMEOUT):
+            line = await reader.readline()
+        try:
+            hello = wire.decode(line)
+        except wire.WireError:
+            return False
+        if not isinstance(hello, wire.Hello):
+            return False
+        if not hmac.compare_digest(hello.token.encode(errors="replace"), self._token):
+            return False
+        if hello.version != wire.VERSION:
+            client.send(wire.Refused(f"session speaks protocol {wire.VERSION}, not {hello.version}"))
+            return False
+        client.send(wire.Welcome(self.session_id))
+        return True
+
+    async def _messages(self, reader: asyncio.StreamReader, client: Joined) -> None:
+        """A joined client's messages, until it says bye or its connection ends."""
+        while line := await reader.readline():
+            try:
+                message = wire.decode(line)
+            except wire.WireError as exc:
+                client.send(wire.Refused(str(exc)))
+                continue
+            if isinstance(message, wire.Line):
+                self.joined.add(client)
+                self._idle_changed()
+                self._lines.put_nowait((client, message.text))
+            elif isinstance(message, wire.Status):
+                client.send(wire.Report(self.report()))
+            elif isinstance(message, wire.Kill):
+                self.end(client, "killed by ddptui kill")
+            elif isinstance(message, wire.Bye):
+                return
+
+    def _idle_changed(self) -> None:
+        """Start `--detached-timeout`'s count when the last client left, stop it when one joins."""
+        if self.detached_timeout is None or self._ending.is_set():
+            return
+        if self.joined:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        elif self._timer is None:
+            why = f"no client joined for {self.detached_timeout:g} s (--detached-timeout)"
+            self._timer = asyncio.get_running_loop().call_later(self.detached_timeout, self.end, None, why)
+
+
+async def _quietly(waiting: Awaitable[None]) -> None:
+    """Await, taking a connection's end as the end of the wait."""
+    with contextlib.suppress(OSError):
+        await waiting

@@ -1,0 +1,155 @@
+"""`ddptui sessions`, `ddptui join`, `ddptui kill`: the commands that reach detached sessions."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from typing import NoReturn
+
+from ddptui.core.commands import batch_input
+from ddptui.core.commands.batch_input import STDIN, BatchInputError
+from ddptui.core.detach import places
+from ddptui.core.detach.client import Client, JoinError
+from ddptui.core.detach.places import Entry, PlaceError
+from ddptui.core.detach.start import DetachError
+from ddptui.core.model.text import inert
+
+COMMANDS = ("sessions", "join", "kill")
+APP_LATER = "the app cannot join a session yet: ddptui join --batch FILE [ID] drives it headless"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports errors in one line instead of a usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        """Raise instead of printing usage and exiting."""
+        raise DetachError(f"{message} (see {self.prog} --help)")
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """`--detach` and `--detached-timeout`, for the `ddptui` command's parser."""
+    parser.add_argument(
+        "--detach",
+        action="store_true",
+        help="run the job in a session of its own that outlives this terminal, and return at once "
+        "(then: ddptui sessions, ddptui join --batch FILE ID, ddptui kill ID)",
+    )
+    parser.add_argument(
+        "--detached-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="with --detach: end the session after SECONDS with no client joined (default: never)",
+    )
+
+
+def check_options(options: argparse.Namespace) -> None:
+    """DetachError for `--detach` options that do not go together."""
+    timeout = options.detached_timeout
+    if timeout is not None and (not math.isfinite(timeout) or timeout <= 0):
+        raise DetachError(f"--detached-timeout must be a positive number of seconds, not {timeout}")
+    if timeout is not None and not options.detach:
+        raise DetachError("--detached-timeout applies to --detach sessions only")
+    if options.detach and options.batch is not None:
+        raise DetachError("--detach runs without --batch: drive the session with ddptui join --batch FILE")
+
+
+def main(argv: Sequence[str]) -> int:
+    """`ddptui sessions|join|kill ...`: one line and status 2 for bad input."""
+    command, rest = argv[0], list(argv[1:])
+    try:
+        if command == "sessions":
+            return sessions(rest)
+        if command == "join":
+            return join(rest)
+        return kill(rest)
+    except (DetachError, PlaceError, JoinError, BatchInputError) as exc:
+        print(f"ddptui: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `ddptui join ... | head`: the session stays as it is
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except KeyboardInterrupt:  # the session stays as it is
+        return 130
+
+
+def sessions(argv: list[str]) -> int:
+    """List the live sessions, one line each: id, script, ranks and their states, since."""
+    Parser(prog="ddptui sessions", description="List the detached sessions that run.").parse_args(argv)
+    found = places.live()
+    if not found:
+        print("ddptui: no session runs", file=sys.stderr)
+    for entry in found:
+        print(describe(entry))
+    return 0
+
+
+def describe(entry: Entry) -> str:
+    """One session in a line."""
+    try:
+        client = Client(entry)
+        try:
+            states = "; ".join(client.status()) or "no rank yet"
+        finally:
+            client.close()
+    except JoinError as exc:
+        states = f"not answering ({exc})"
+    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.started))
+    ranks = f"{entry.ranks} rank{'s' * (entry.ranks != 1)}" if entry.ranks else "ranks"
+    return inert(f"{entry.id}  {entry.script}  {ranks}: {states}  since {since}")
+
+
+def join(argv: list[str]) -> int:
+    """Run a batch file's lines in a session, print their transcript, and leave it as it is."""
+    parser = Parser(
+        prog="ddptui join",
+        description="Drive a detached session: each line of FILE runs as --batch runs it; at the end of "
+        "FILE the session and its ranks stay as they are (:quit ends them).",
+    )
+    parser.add_argument("--batch", metavar="FILE", help="the lines to run ('-' = stdin)")
+    parser.add_argument("id", nargs="?", help="the session (default: the only one that runs)")
+    options = parser.parse_args(argv)
+    if options.batch is None:
+        print(f"ddptui: error: {APP_LATER}", file=sys.stderr)
+        return 2
+    batch_input.check_source(options.batch)
+    client = Client(places.find(options.id))
+    try:
+        for line in _lines(options.batch):
+            ended = client.run(line, sys.stdout)
+            if ended is not None:
+                print("".join(f"{text}\n" for text in ended.summary), end="", flush=True)
+                return ended.status
+    finally:
+        client.close()
+    return 0
+
+
+def kill(argv: list[str]) -> int:
+    """End a session and every rank; print the end of its transcript and its summary."""
+    parser = Parser(prog="ddptui kill", description="End a detached session and every one of its ranks.")
+    parser.add_argument("id", help="the session (ddptui sessions lists them)")
+    options = parser.parse_args(argv)
+    client = Client(places.find(options.id))
+    try:
+        ended = client.kill(sys.stdout)
+    finally:
+        client.close()
+    print("".join(f"{text}\n" for text in ended.summary), end="", flush=True)
+    return 0
+
+
+def _lines(source: str) -> Iterator[str]:
+    """The lines of `source` (`-`: standard input), read as `--batch` reads them."""
+    try:
+        stream = open(0, "rb", closefd=False) if source == STDIN else open(source, "rb")  # noqa: SIM115
+        with stream:
+            while chunk := stream.readline(batch_input.MAX_LINE):
+                yield chunk.decode("utf-8", "replace").removesuffix("\n").removesuffix("\r")
+    except OSError as exc:
+        what = "standard input" if source == STDIN else f"batch file {source}"
+        raise BatchInputError(f"cannot read {what}: {exc.strerror or exc}") from None

@@ -1,0 +1,167 @@
+"""`ddptui --detach`: start the job in a session process of its own and return at once.
+
+The command forks twice: the first child leaves the terminal's session (`setsid`), the second
+(no session leader, so no terminal can become its own) is the session process. It holds the
+`Session` and its `Context` headless, as `--batch` does, serves them on its socket (`Host`),
+and tells the command through a pipe that it is ready, or why it could not start. Its standard
+input and output are /dev/null, its standard error `ID.log`. Whatever ends it, even SIGKILL,
+ends every rank: the session's reaper (`transport.reaper`) sees its pipe close.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import select
+import socket
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from ddptui.core.commands.context import Context
+from ddptui.core.detach import places
+from ddptui.core.detach.host import Host
+from ddptui.core.transport.launch import LaunchError, LaunchSpec
+
+READY_TIMEOUT = 60.0
+"""Seconds the command waits for the session process to say it is ready."""
+
+
+class DetachError(Exception):
+    """A session that could not be started detached; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Detached:
+    """What the session process is to run: the job, how to make its context, and its options."""
+
+    spec: LaunchSpec
+    context: Callable[[LaunchSpec], Context]
+    detached_timeout: float | None = None
+    collapse: bool = True
+
+
+def detach(job: Detached) -> str:
+    """Start the session process; returns the line that says how to reach it (DetachError)."""
+    try:
+        directory = places.checked_home(create=True)
+    except places.PlaceError as exc:
+        raise DetachError(str(exc)) from None
+    session_id = places.new_id(directory)
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(read_end)
+        _session_process(job, session_id, write_end)
+    os.close(write_end)
+    os.waitpid(child, 0)
+    said = _ready(read_end)
+    if not said.startswith("ok"):
+        raise DetachError(
+            said or f"the session process ended while starting (see {directory / session_id}.log)"
+        )
+    ranks = (
+        f"{job.spec.nproc} rank{'s' * (job.spec.nproc != 1)}" if job.spec.nproc else "ranks as they connect"
+    )
+    return (
+        f"ddptui: session {session_id} runs {script_of(job.spec)} ({ranks}) detached: "
+        f"ddptui join --batch FILE {session_id}, ddptui kill {session_id}"
+    )
+
+
+def script_of(spec: LaunchSpec) -> str:
+    """What the session runs, in a word: the script, or a wrapped command's script or program."""
+    if spec.command:
+        return next((word for word in spec.command if word.endswith(".py")), spec.command[0])
+    return spec.target
+
+
+def _ready(read_end: int) -> str:
+    """What the session process said through the pipe (empty if it said nothing in time)."""
+    chunks = []
+    deadline = time.monotonic() + READY_TIMEOUT
+    with os.fdopen(read_end, "rb") as pipe:
+        while (left := deadline - time.monotonic()) > 0 and select.select([pipe], [], [], left)[0]:
+            chunk = os.read(pipe.fileno(), 4096)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    return b"".join(chunks).decode(errors="replace").strip()
+
+
+def _session_process(job: Detached, session_id: str, tell: int) -> None:
+    """The first child: leave the terminal, fork the session process, and exit (never returns)."""
+    status = 70
+    try:
+        os.setsid()
+        if os.fork() != 0:
+            os._exit(0)
+        _quiet_stdio(places.home() / f"{session_id}.log")
+        status = asyncio.run(_serve(job, session_id, tell))
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        os._exit(status)
+
+
+def _quiet_stdio(log: Path) -> None:
+    """Standard input and output to /dev/null, standard error to the session's log (0600)."""
+    null = os.open(os.devnull, os.O_RDWR)
+    err = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+    for fd, target in ((0, null), (1, null), (2, err)):
+        os.dup2(target, fd)
+    os.close(null)
+    os.close(err)
+
+
+async def _serve(job: Detached, session_id: str, tell: int) -> int:
+    """Start the job, listen on the session's socket, say so, then serve until the session ends."""
+    token = secrets.token_hex(16)
+    ctx = job.context(job.spec)
+    host = Host(ctx, session_id, token, job.detached_timeout, job.collapse)
+    entry = places.Entry(
+        session_id,
+        os.getpid(),
+        psutil.Process().create_time(),
+        script_of(job.spec),
+        job.spec.nproc,
+        time.time(),
+        token,
+    )
+    try:
+        try:
+            await ctx.session.start()
+            listening = _listen(entry.socket)
+        except (LaunchError, OSError) as exc:
+            os.write(tell, f"{exc}\n".encode())
+            return 2
+        places.write(entry)
+        os.write(tell, b"ok\n")
+        os.close(tell)
+        status = await host.serve(listening)
+        print(f"ddptui: session {session_id} ended: {host.why}", file=sys.stderr)
+        return status
+    finally:
+        await ctx.session.close()
+        places.remove(session_id)
+
+
+def _listen(path: Path) -> socket.socket:
+    """The session's socket, bound 0600 (OSError: a path in use or too long)."""
+    listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        listening.bind(str(path))
+    except OSError as exc:
+        listening.close()
+        raise OSError(f"cannot listen on {path}: {exc.strerror or exc}") from None
+    finally:
+        os.umask(old)
+    listening.listen(16)
+    return listening

@@ -1,0 +1,155 @@
+"""The protocol between a detached session and its clients: typed messages as JSON lines.
+
+Every client speaks it, whatever it shows: `ddptui join --batch` now, the app and the browser
+next. A client's first message is a `Hello` with the session's token; a connection whose token
+is wrong gets nothing back at all (closed, zero bytes sent). A good hello of another protocol
+version is `Refused` in one line; else the session says `Welcome` and takes `Line`s (each run
+exactly as `--batch` runs a line, one at a time across clients, in arrival order), `Status` and
+`Kill`. What a line prints comes back as `Output`, then `Done`; when the job ends every client
+is sent `Ended` with the summary.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
+
+VERSION = 1
+"""Bumped on any incompatible change of a message."""
+MAX_LINE = 1 << 20
+"""Longest message accepted, in bytes."""
+
+
+class WireError(ValueError):
+    """A line that is not a well-formed message of this protocol."""
+
+
+class Message:
+    """Base of every message; `KIND` is its tag on the wire."""
+
+    KIND: ClassVar[str] = ""
+
+    def encode(self) -> bytes:
+        """One JSON line."""
+        body: dict[str, Any] = {"k": self.KIND}
+        for item in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, item.name)
+            body[item.name] = list(value) if isinstance(value, tuple) else value
+        return json.dumps(body, separators=(",", ":")).encode() + b"\n"
+
+
+@dataclass(frozen=True)
+class Hello(Message):
+    """Client → session, first: the token from the session's file and this protocol's version."""
+
+    KIND: ClassVar[str] = "hello"
+    token: str
+    version: int
+
+
+@dataclass(frozen=True)
+class Line(Message):
+    """Client → session: one batch line (a pdb command or a `:` command) to run."""
+
+    KIND: ClassVar[str] = "line"
+    text: str
+
+
+@dataclass(frozen=True)
+class Status(Message):
+    """Client → session: how its ranks are (answered by `Report`, at once, between lines too)."""
+
+    KIND: ClassVar[str] = "status"
+
+
+@dataclass(frozen=True)
+class Kill(Message):
+    """Client → session: end the session and every rank now (answered by `Ended`)."""
+
+    KIND: ClassVar[str] = "kill"
+
+
+@dataclass(frozen=True)
+class Bye(Message):
+    """Client → session: this client leaves; the session and its ranks stay as they are."""
+
+    KIND: ClassVar[str] = "bye"
+
+
+@dataclass(frozen=True)
+class Welcome(Message):
+    """Session → client: the hello is taken."""
+
+    KIND: ClassVar[str] = "welcome"
+    session: str
+
+
+@dataclass(frozen=True)
+class Refused(Message):
+    """Session → client: a good token with something else wrong (the version), and why."""
+
+    KIND: ClassVar[str] = "refused"
+    reason: str
+
+
+@dataclass(frozen=True)
+class Output(Message):
+    """Session → client: transcript text, as `--batch` prints it."""
+
+    KIND: ClassVar[str] = "output"
+    text: str
+
+
+@dataclass(frozen=True)
+class Done(Message):
+    """Session → client: the client's line has settled and everything it printed was sent."""
+
+    KIND: ClassVar[str] = "done"
+
+
+@dataclass(frozen=True)
+class Report(Message):
+    """Session → client: the answer to `Status`, one entry per rank state (`0-3: paused at t.py:9`)."""
+
+    KIND: ClassVar[str] = "report"
+    ranks: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Ended(Message):
+    """Session → every client: the job ended; its summary lines and the exit status `--batch`
+    would give."""
+
+    KIND: ClassVar[str] = "ended"
+    summary: tuple[str, ...]
+    status: int
+
+
+KINDS: dict[str, type[Message]] = {
+    kind.KIND: kind
+    for kind in (Hello, Line, Status, Kill, Bye, Welcome, Refused, Output, Done, Report, Ended)
+}
+_CHECKS: dict[str, Any] = {
+    "str": lambda v: isinstance(v, str),
+    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "tuple[str, ...]": lambda v: isinstance(v, list) and all(isinstance(s, str) for s in v),
+}
+
+
+def decode(line: bytes) -> Message:
+    """The message on one line; WireError for anything else (fields checked by their types)."""
+    try:
+        body = json.loads(line)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise WireError(f"not JSON: {exc}") from None
+    if not isinstance(body, dict) or body.get("k") not in KINDS:
+        raise WireError("not a message of this protocol")
+    kind = KINDS[body["k"]]
+    values: dict[str, Any] = {}
+    for item in fields(kind):  # type: ignore[arg-type]
+        value = body.get(item.name)
+        if not _CHECKS[str(item.type)](value):
+            raise WireError(f"{kind.KIND}: bad {item.name}")
+        values[item.name] = tuple(value) if isinstance(value, list) else value
+    return kind(**values)
