@@ -69,7 +69,7 @@ from ptyprocess import PtyProcess
 from ddptui.core.model.state import Phase
 from ddptui.core.session.session import Session
 from ddptui.core.transport.launch import LaunchSpec
-from ddptui.rank.protocol import RANK_ENV, SOCKET_ENV, STATE_DIR_ENV, TOKEN_ENV
+from ddptui.rank.protocol import RANK_ENV, SOCKET_ENV, STATE_DIR_ENV, TOKEN_ENV, Welcome
 
 WARMUP = 3
 """Untimed steps of each way before the timed ones."""
@@ -219,7 +219,8 @@ def bench_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 # -- bare loops on raw ptys ------------------------------------------------------------------
 class Sink:
-    """A unix socket that accepts the ranks' links and drops what they send (no core)."""
+    """A unix socket that accepts the ranks' links, welcomes each (a rank waits for that before its
+    first prompt) and drops what they send (no core)."""
 
     def __init__(self, path: str, selector: selectors.BaseSelector) -> None:
         self._selector = selector
@@ -233,6 +234,7 @@ class Sink:
     def _accept(self) -> None:
         """Take a new link."""
         link, _ = self._listener.accept()
+        link.sendall(Welcome().encode())
         link.setblocking(False)
         self._links.append(link)
         self._selector.register(link, selectors.EVENT_READ, lambda: self._drop(link))
