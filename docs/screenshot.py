@@ -9,7 +9,7 @@ import asyncio
 import time
 from pathlib import Path
 
-from ddptui.cli import DEMO_SCRIPT
+from ddptui.cli.options import DEMO_SCRIPT
 from ddptui.core.model.state import Phase
 from ddptui.core.session.session import Session
 from ddptui.core.transport.launch import LaunchSpec

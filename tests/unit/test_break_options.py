@@ -8,8 +8,8 @@ import os
 import pytest
 from conftest import SCRIPTS
 
-from ddptui import break_options
-from ddptui.break_options import BreakError, resolve
+from ddptui.cli import break_options
+from ddptui.cli.break_options import BreakError, resolve
 from ddptui.core.transport.launch import LaunchSpec, break_env
 from ddptui.rank.breaks import BREAKS_ENV, START_ENV
 from ddptui.rank.skips import same_file

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ddptui.cli import UsageError, parse_spec
+from ddptui.cli.options import UsageError, parse_spec
 from ddptui.core.transport.launch import LaunchSpec, Link, rank_env
 from ddptui.rank import collectives, flight_recorder, timeouts
 

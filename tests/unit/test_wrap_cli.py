@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ddptui.cli import UsageError, main, parse_spec
+from ddptui.cli import main
+from ddptui.cli.options import UsageError, parse_spec
 from ddptui.core.session.wrap import spawn_advice
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,7 +85,7 @@ def test_the_advice_names_the_command_to_run() -> None:
 
 
 def test_scrollback_reaches_every_way_of_starting_a_job() -> None:
-    from ddptui.cli import listen_spec
+    from ddptui.cli.options import listen_spec
 
     assert parse_spec(["--scrollback", "100", SCRIPT])[0].scrollback == 100
     assert parse_spec(["--scrollback", "100", "--", sys.executable, "x.py"])[0].scrollback == 100

@@ -72,7 +72,7 @@ class LaunchSpec:
     False (`--batch`, where only ddptui types): always plain lines."""
     breaks: tuple[str, ...] = ()
     """`--break`: breakpoints every rank sets before its program runs, checked and with absolute
-    files (`ddptui.break_options`)."""
+    files (`ddptui.cli.break_options`)."""
     stop_at_start: bool = False
     """`--stop-at-start`: every rank stops at its program's first line."""
     all_stop: bool = True
