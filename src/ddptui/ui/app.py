@@ -343,7 +343,7 @@ class DdptuiApp(App[int]):
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:  # type: ignore[type-arg]
         """Textual's commands, then the app's (`palette`; Textual's `Quit` is ours, with its key)."""
         yield from (command for command in super().get_system_commands(screen) if command.title != "Quit")
-        yield from palette.commands(self.run_action)
+        yield from palette.commands(self.run_action, self.command_bar.begin)
 
 
 def run_app(session: Session, max_stops: int = MAX_STOPS) -> int:
