@@ -1,4 +1,8 @@
-"""`RankPdb`: pdb that names its rank in the prompt and reports its state over the side channel."""
+"""`RankPdb`: pdb that names its rank in the prompt and reports its state over the side channel.
+
+Every way a debugger opens in a rank leads here (`opening`); which frames are the user's is
+`frames`'s, how the prompt reads and writes its terminal `prompt_terminal`'s.
+"""
 
 from __future__ import annotations
 
@@ -230,7 +234,7 @@ class RankPdb(_ORIGINAL_PDB):
         return True
 
     def sigint_handler(self, signum: int, frame: Any) -> None:
-        """Ctrl-C while the program runs (pdb's own handler after `c`, and `on_interrupt`'s): stop
+        """Ctrl-C while the program runs (pdb's own handler after `c`, and `opening.on_interrupt`'s): stop
         at the next line of the user's code, not inside the library that runs."""
         if self.allow_kbdint:  # type: ignore[attr-defined]  # set in pdb.Pdb.__init__, not in its stubs
             raise KeyboardInterrupt
