@@ -135,7 +135,7 @@ class DdptuiApp(App[int]):
         loop.add_signal_handler(signal.SIGHUP, quitting.hang_up)
         self._rank_states.flight = self.set_interval(0.1, self._rank_states.show_flight)
         if self.state_grid is not None:
-            self.set_interval(0.25, self._mark_grid)
+            self.set_interval(0.25, functools.partial(self._rank_states.mark, self.state_grid))
         self.call_after_refresh(self.start_session)
 
     def on_unmount(self) -> None:
@@ -212,16 +212,10 @@ class DdptuiApp(App[int]):
         """Mount the new panes (or the state grid, which mounts the panes picked in it)."""
         if self.state_grid is not None:
             await self.mount(self.state_grid, before=self.pane_grid)
-            self.set_interval(0.25, self._mark_grid)
+            self.set_interval(0.25, functools.partial(self._rank_states.mark, self.state_grid))
         await self.pane_grid.mount_world()
 
     # -- state grid (many ranks) -------------------------------------------------------------
-    def _mark_grid(self) -> None:
-        """Mark the root cause, and the ranks missing from a collective while others wait in it."""
-        marks = self._rank_states.grid_marks()
-        if marks is not None and self.state_grid is not None:
-            self.state_grid.set_marks(*marks)
-
     def on_state_grid_selected(self, event: StateGrid.Selected) -> None:
         """Give the ranks picked in the grid panes and the keys; broadcasts still go to every target."""
         ranks = sorted(event.ranks)
