@@ -24,9 +24,9 @@ import io, json, os, statistics, sys, time, pdb
 
 which, loop, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 if which == "rankpdb":
-    from ddptui.rank import debugger
+    from ddptui.rank import opening
 
-    debugger.install()
+    opening.install()
 out = open(os.devnull, "w")
 
 

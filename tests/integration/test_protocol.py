@@ -248,7 +248,7 @@ async def test_paused_comes_in_the_terminal_and_forged_marks_are_output(tmp_path
         assert rank.state.location is not None and rank.state.location.file.endswith("hostile.py")
         output = rank.output.since(0)
         assert output.count(b"/forged.py") == 2 and protocol.MARK_INTRO + b"0" * 24 in output
-        assert session._mark_key not in output
+        assert session.mark_key not in output
         transport = rank.transport
         assert isinstance(transport, LocalRank) and transport.connection is not None
         on_link: list[object] = []
@@ -256,7 +256,7 @@ async def test_paused_comes_in_the_terminal_and_forged_marks_are_output(tmp_path
         before = rank.paused_count
         await session.broadcast("p marker")
         assert rank.paused_count == before + 1 and not on_link  # it came in the terminal
-        assert session._mark_key not in rank.output.since(0)
+        assert session.mark_key not in rank.output.since(0)
 
 
 C_STDOUT_LINE_BUFFERED = (

@@ -1,9 +1,14 @@
-"""One table of keys: the app's bindings, the command palette and the help line all agree with it."""
+"""One table of keys: the app's bindings, the command palette and the help line all agree with it;
+the palette lists every `:` command of the registry too."""
 
 from __future__ import annotations
 
 from conftest import SCRIPTS, until
+from textual.command import CommandList, CommandPalette
+from textual.content import Content
+from textual.pilot import Pilot
 
+from ddptui.core.commands import registry
 from ddptui.core.session.session import Session
 from ddptui.core.transport.launch import LaunchSpec
 from ddptui.ui.actions import ACTIONS, help_line
@@ -45,9 +50,16 @@ async def test_bindings_palette_and_help_line_agree_with_the_table() -> None:
             action.key for action in ACTIONS if not action.passing
         }
 
-        commands = {command.title: command.help for command in app.get_system_commands(app.screen)}
+        # the palette shows an entry's help as markup: what it renders is the help, every bracket kept
+        commands = {
+            command.title: Content.from_markup(command.help).plain
+            for command in app.get_system_commands(app.screen)
+        }
         for action in ACTIONS:
             assert commands[action.palette_title] == action.help
+        for entry in registry.commands():
+            assert commands[f":{entry.name}"] == f"{entry.usage} · {entry.help}", entry.name
+        assert commands[":until"].startswith(":until [--max-stops N] EXPR · ")
         for key in ("F6", "F7", "F9"):
             assert any(title.endswith(f" · {key}") for title in commands), key
         assert "Quit" not in commands  # Textual's own, the same action as ours, which has its key
@@ -70,4 +82,52 @@ async def test_a_palette_entry_runs_its_action() -> None:
         await pilot.pause(0.3)  # the palette searches in a worker
         await pilot.press("enter")
         await until(pilot, lambda: app.focused is app.pane(1))
+        app.session.kill_now()
+
+
+async def choose_in_palette(pilot: Pilot[int], app: DdptuiApp, query: str, title: str) -> None:
+    """Open the palette, type `query`, move to the entry titled `title` and choose it."""
+    await pilot.press("ctrl+p", *query)
+    await until(pilot, lambda: isinstance(app.screen, CommandPalette))
+    found = app.screen.query_one(CommandList)
+
+    def index() -> int | None:
+        titles = [option.hit.text for option in found.options]
+        return titles.index(title) if title in titles else None
+
+    await until(pilot, lambda: index() is not None)
+    await pilot.pause(0.3)  # the palette searches in a worker: let every hit arrive and be sorted
+    await until(pilot, lambda: found.highlighted is not None)
+    wanted = index()
+    assert wanted is not None
+    while found.highlighted != wanted:
+        assert found.highlighted is not None and found.highlighted < wanted, (found.highlighted, wanted)
+        await pilot.press("down")
+    await pilot.press("enter")
+
+
+async def test_choosing_a_colon_command_that_takes_an_argument_begins_it_on_the_command_line() -> None:
+    app = app_on_two_ranks()
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: app.focused is app.pane(0))
+        await choose_in_palette(pilot, app, "until", ":until")
+        line = app.command_bar.input
+        await until(pilot, lambda: app.focused is line)
+        assert (line.value, line.cursor_position) == (":until ", len(":until "))
+        assert app.typing_focus.broadcasting  # the bar says BROADCAST: Enter runs the line
+        await pilot.press(*"i == 3", "enter")
+        lines = app.command_log.lines_text
+        await until(pilot, lambda: "(ddptui) :until i == 3" in lines())
+        app.session.kill_now()
+
+
+async def test_choosing_a_colon_command_that_takes_none_runs_it() -> None:
+    app = app_on_two_ranks()
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: all(rank.state.at_prompt for rank in app.session.ranks[:2]))
+        await choose_in_palette(pilot, app, "state", ":state")
+        lines = app.command_log.lines_text
+        await until(pilot, lambda: "(ddptui) :state" in lines())
+        await until(pilot, lambda: any("paused" in line for line in lines()))
+        assert app.command_bar.input.value == ""
         app.session.kill_now()

@@ -293,7 +293,7 @@ async def test_ranks_that_crash_together_are_said_in_one_line() -> None:
         said = lambda: [line for line in application.command_log.lines_text() if "F6 goes to" in line]  # noqa: E731
         await until(pilot, lambda: all(r.state.crash is not None for r in ranks) and bool(said()))
         await pilot.pause(0.3)  # a straggler would be a second line
-        focused = application.focused_rank
+        focused = application.typing_focus.rank
         assert said() == [
             f"ranks {format_ranks(set(range(6)) - {focused})} crashed NameError: name 'undefined_name' "
             "is not defined (tests/scripts/all_crash.py:7), in post-mortem · F6 goes to their panes"
@@ -453,7 +453,7 @@ async def test_a_focus_event_arriving_after_the_screens_are_gone_is_harmless(app
         pane = app.query(RankPane).last()
     assert not app.screen_stack
     app.on_descendant_focus(events.DescendantFocus(pane))  # once raised ScreenStackError
-    assert app.focused_rank == pane.rank
+    assert app.typing_focus.rank == pane.rank
 
 
 async def test_notes_said_before_the_app_started_are_in_its_command_log() -> None:

@@ -45,7 +45,7 @@ def all_paused(app: DdptuiApp) -> bool:
 def focused_rank(app: DdptuiApp) -> int | None:
     """The rank whose pane has the keys, once the app has heard of it (F3/F4 count from it); or None."""
     focused = app.focused
-    return focused.rank if isinstance(focused, RankPane) and app.focused_rank == focused.rank else None
+    return focused.rank if isinstance(focused, RankPane) and app.typing_focus.rank == focused.rank else None
 
 
 def in_post_mortem(app: DdptuiApp, rank: int) -> bool:

@@ -8,7 +8,7 @@ import types
 
 import pytest
 
-from ddptui.rank import debugger
+from ddptui.rank.frames import location
 from ddptui.rank.protocol import Frame, Message, Paused, ProtocolError, decode
 
 
@@ -58,5 +58,5 @@ def test_a_frame_without_a_line_number_is_sent_as_line_0() -> None:
     here.__code__ = here.__code__.replace(co_linetable=b"")
     frame = here()
     assert frame.f_lineno is None
-    sent = json.loads(json.dumps(debugger.location(frame).to_json()))
+    sent = json.loads(json.dumps(location(frame).to_json()))
     assert Frame.from_json(sent) == Frame(__file__, 0, "here")

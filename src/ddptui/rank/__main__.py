@@ -19,7 +19,8 @@ import traceback
 from collections.abc import Callable
 from typing import IO, Any
 
-from ddptui.rank import breaks, collectives, debugger, fatal, spawns, tempdirs, timeouts, topology
+from ddptui.rank import breaks, collectives, debugger, fatal, opening, spawns, tempdirs, timeouts, topology
+from ddptui.rank.frames import trim_traceback
 from ddptui.rank.link import link
 from ddptui.rank.protocol import (
     STATE_DIR_ENV,
@@ -91,14 +92,14 @@ def exit_code(code: Any) -> int:
 
 def report_crash(exc: BaseException) -> None:
     """Print the user's traceback without launcher frames, tell the core, then open post-mortem."""
-    tb = debugger.trim_traceback(exc.__traceback__)
+    tb = trim_traceback(exc.__traceback__)
     traceback.print_exception(type(exc), exc, tb)
     sys.stderr.flush()
     frames = tuple(Frame(f.filename, f.lineno or 0, f.name) for f in traceback.extract_tb(tb))
     link.send(Crashed(type(exc).__name__, _message(exc), frames))
     save_collectives()
     if tb is not None:
-        debugger.post_mortem(tb)
+        opening.post_mortem(tb)
 
 
 def answer_later(request: Request, send: Callable[[Message], None]) -> None:
@@ -142,7 +143,7 @@ def run(argv: list[str]) -> int:
         print("usage: python -m ddptui.rank [-m MODULE | SCRIPT] [ARGS...]", file=sys.stderr)
         return 2
     rank = debugger.rank_number()
-    debugger.install()
+    opening.install()
     route_stack_dumps(rank)
     state_dir = os.environ.get(STATE_DIR_ENV)
     if state_dir:

@@ -1,31 +1,32 @@
-"""`RankPdb`: pdb that names its rank in the prompt and reports its state over the side channel."""
+"""`RankPdb`: pdb that names its rank in the prompt and reports its state over the side channel.
+
+Every way a debugger opens in a rank leads here (`opening`); which frames are the user's is
+`frames`'s, how the prompt reads and writes its terminal `prompt_terminal`'s.
+"""
 
 from __future__ import annotations
 
 import bdb
 import os
 import pdb
-import signal
 import sys
-import threading
 import types
 from collections.abc import Callable
 from typing import Any
 
-from ddptui.rank.hooks import when_imported
-from ddptui.rank.link import link
+from ddptui.rank.frames import find_user_top, is_hidden, user_top
 from ddptui.rank.paths import is_library
 from ddptui.rank.prompt_terminal import (
-    HeldOutput,
     buffer_prompts,
     cook_terminal,
-    reads_terminal,
+    hold,
+    reading,
+    release,
     restore_terminal,
+    say_paused,
 )
-from ddptui.rank.protocol import PLAIN_INPUT_ENV, PLAIN_UNTIL_EDITED, RANK_ENV, Frame, paused_line
+from ddptui.rank.protocol import RANK_ENV, paused_line
 from ddptui.rank.skips import Skips
-
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 _ORIGINAL_PDB = pdb.Pdb
 """pdb's own debugger class. RankPdb calls its methods by name, `_ORIGINAL_PDB.setup(self, ...)`,
@@ -65,53 +66,6 @@ def rank_number() -> int:
     return int(value) if value.isdigit() else 0
 
 
-_hidden_files: dict[str, bool] = {}
-
-
-def is_hidden(frame: types.FrameType) -> bool:
-    """True for frames of runpy and of ddptui's rank bootstrap, which `where` should not show.
-
-    Asked on every line event while stepping: the answer is kept per file.
-    """
-    filename = frame.f_code.co_filename
-    hidden = _hidden_files.get(filename)
-    if hidden is None:
-        hidden = (
-            filename.startswith(("<frozen runpy", _PACKAGE_DIR)) or os.path.basename(filename) == "runpy.py"
-        )
-        _hidden_files[filename] = hidden
-    return hidden
-
-
-_user_top: types.FrameType | None = None
-"""The outermost frame of the user's code, under the launcher's frames (found at the first stop)."""
-
-
-def find_user_top(stack: list[tuple[types.FrameType, int]]) -> None:
-    """Remember the outermost user frame of a whole stack (outermost first) whose top is the launcher."""
-    global _user_top
-    if not stack or stack[0][0].f_back is not None or not is_hidden(stack[0][0]):
-        return
-    for frame, _ in stack:
-        if not is_hidden(frame):
-            _user_top = frame
-            return
-
-
-def trim_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
-    """Drop the leading runpy/ddptui entries of a traceback; None when no user frame is left."""
-    while tb is not None and is_hidden(tb.tb_frame):
-        tb = tb.tb_next
-    return tb
-
-
-def location(frame: types.FrameType) -> Frame:
-    """The file, line and function of a frame (line 0 where the frame has none: Python gives
-    None at some instructions, as in torch's import machinery)."""
-    code = frame.f_code
-    return Frame(code.co_filename, frame.f_lineno or 0, code.co_name)
-
-
 class RankPdb(_ORIGINAL_PDB):
     """pdb with a per-rank prompt, hidden launcher frames and side-channel state events."""
 
@@ -119,7 +73,12 @@ class RankPdb(_ORIGINAL_PDB):
         """Create the debugger; the prompt must be set per instance (pdb's __init__ overwrites it)."""
         _ORIGINAL_PDB.__init__(self, *args, **kwargs)
         self.prompt = f"(Pdb r{rank_number()}) "
-        self._plain_input()
+        how = reading(self, self.stdin, self.stdout, self.use_rawinput)
+        self.stdin, self.stdout, self.use_rawinput = how.stdin, how.stdout, how.use_rawinput
+        self._may_edit = how.may_edit
+        """A prompt may read through readline."""
+        self._ddptui_types = how.ddptui_types
+        """Commands come from ddptui (`--batch`), or from ddptui unless keys were typed (`PromptInput`)."""
         self._program_terminal: list[Any] | None = None
         """The program's terminal settings while a plain prompt had to change them (`cook_terminal`)."""
         self.post_mortem = False
@@ -130,27 +89,6 @@ class RankPdb(_ORIGINAL_PDB):
         self.why = ""
         """Why the prompt opens (`Paused.why`): `breakpoint`, `post-mortem`, `interrupt`, or empty for
         a step's end; set as the stop is decided, sent with the stop's first `paused` only."""
-
-    def _plain_input(self) -> None:
-        """Read commands as plain lines where ddptui says so (`PLAIN_INPUT_ENV`)."""
-        how = os.environ.get(PLAIN_INPUT_ENV)
-        self._may_edit = how != "1"
-        """A prompt may read through readline."""
-        self._ddptui_types = False
-        """Commands come from ddptui (`--batch`), or from ddptui unless keys were typed (`PromptInput`)."""
-        if how == "1":
-            self.use_rawinput = False  # `cmd.Cmd`'s switch: self.stdin.readline(), not input()
-            self._ddptui_types = self.stdin is sys.stdin
-        if how in ("1", PLAIN_UNTIL_EDITED):  # a prompt that can be handed an `eval` (`line_input`)
-            from ddptui.rank.line_input import PromptInput
-
-            stream = getattr(self.stdin, "stream", self.stdin)  # `debug` hands its PromptInput on
-            if stream is sys.stdin and reads_terminal(stream):
-                self.stdin = PromptInput(stream, self, history=how != "1")  # type: ignore[assignment]  # cmd.Cmd calls readline() only
-                self.use_rawinput = False
-                self._ddptui_types = True
-        if not self.use_rawinput:  # cmd.Cmd writes the prompt to self.stdout and flushes it
-            self.stdout = HeldOutput.around(self.stdout)
 
     def set_trace(self, frame: types.FrameType | None = None) -> None:
         """Stop in the caller.
@@ -208,11 +146,12 @@ class RankPdb(_ORIGINAL_PDB):
         out each one's line number) cost about as much as the rest of a step.
         """
         outermost = self.botframe is None or self.botframe.f_back is None
-        if _user_top is None or f is None or not outermost:
+        top = user_top()
+        if top is None or f is None or not outermost:
             stack, index = _ORIGINAL_PDB.get_stack(self, f, t)
             find_user_top(stack)
             return stack, index
-        saved, self.botframe = self.botframe, _user_top
+        saved, self.botframe = self.botframe, top
         try:
             return _ORIGINAL_PDB.get_stack(self, f, t)
         finally:
@@ -295,7 +234,7 @@ class RankPdb(_ORIGINAL_PDB):
         return True
 
     def sigint_handler(self, signum: int, frame: Any) -> None:
-        """Ctrl-C while the program runs (pdb's own handler after `c`, and `on_interrupt`'s): stop
+        """Ctrl-C while the program runs (pdb's own handler after `c`, and `opening.on_interrupt`'s): stop
         at the next line of the user's code, not inside the library that runs."""
         if self.allow_kbdint:  # type: ignore[attr-defined]  # set in pdb.Pdb.__init__, not in its stubs
             raise KeyboardInterrupt
@@ -330,22 +269,12 @@ class RankPdb(_ORIGINAL_PDB):
             self.why = "post-mortem"
         self.user_code_only = False
         outer, active = active, self
-        self._hold()  # the location, the `paused` mark and the prompt: one write
+        hold(self.stdout)  # the location, the `paused` mark and the prompt: one write
         try:
             _ORIGINAL_PDB.interaction(self, frame, traceback)
         finally:
             active = outer
-            self._release()
-
-    def _hold(self) -> None:
-        """Hold pdb's text until the prompt is flushed (see `HeldOutput`); nothing without one."""
-        if isinstance(self.stdout, HeldOutput):
-            self.stdout.hold()
-
-    def _release(self) -> None:
-        """Write what pdb held, before anything else can print or the program goes on."""
-        if isinstance(self.stdout, HeldOutput):
-            self.stdout.release()
+            release(self.stdout)
 
     def preloop(self) -> None:
         """Show pdb's `display` expressions that changed, then report `paused`: the prompt opens."""
@@ -354,13 +283,13 @@ class RankPdb(_ORIGINAL_PDB):
         if not self.use_rawinput:
             self._program_terminal = cook_terminal()
         if self.displaying.get(self.curframe):  # type: ignore[attr-defined]  # pdb's, not in its stubs
-            self._release()  # evaluating them runs the program's code, which may print
+            release(self.stdout)  # evaluating them runs the program's code, which may print
         _ORIGINAL_PDB.preloop(self)
         self._report_paused()
 
     def precmd(self, line: str) -> str:
         """A command runs: what is held goes out first (a queued command runs without a prompt)."""
-        self._release()
+        release(self.stdout)
         return str(_ORIGINAL_PDB.precmd(self, line))
 
     def postcmd(self, stop: Any, line: str) -> Any:
@@ -369,7 +298,7 @@ class RankPdb(_ORIGINAL_PDB):
         (`cmd.Cmd.postcmd` only returns `stop`.)
         """
         if not stop:
-            self._hold()
+            hold(self.stdout)
             self._report_paused()
         return stop
 
@@ -380,7 +309,7 @@ class RankPdb(_ORIGINAL_PDB):
         (a broadcast, or Enter in the rank's pane); a command that leaves the prompt open says
         `paused` again (`postcmd`). One event a step instead of two.
         """
-        self._release()
+        release(self.stdout)
         self.why = ""
         if self._program_terminal is not None:
             restore_terminal(self._program_terminal)
@@ -424,64 +353,5 @@ class RankPdb(_ORIGINAL_PDB):
         line = paused_line(
             code.co_filename, frame.f_lineno, code.co_name, self.post_mortem, self.curindex, why
         )
-        if self.post_mortem or on_link:  # post-mortem: in order after the `exception` event it follows
-            link.send_line(line)
-            return
-        held = self.stdout if isinstance(self.stdout, HeldOutput) and self.stdout.holding else None
-        mark = link.mark(line) if held is not None else None
-        if held is None or mark is None:
-            link.paused(line)
-        else:
-            held.add(mark)  # goes out with the prompt
-
-
-def breakpointhook(*args: Any, **kwargs: Any) -> None:
-    """`sys.breakpointhook`: `breakpoint()` opens a `RankPdb` (PYTHONBREAKPOINT=0 still disables)."""
-    if os.environ.get("PYTHONBREAKPOINT") == "0":
-        return
-    RankPdb().set_trace(sys._getframe().f_back)
-
-
-def _patch_ipdb(module: types.ModuleType) -> None:
-    """Point `ipdb.set_trace` & co. at RankPdb: IPython's prompt is not pdb's, and one debugger
-    everywhere keeps the side channel truthful."""
-    module.set_trace = lambda frame=None, **_: RankPdb().set_trace(  # type: ignore[attr-defined]
-        frame or sys._getframe().f_back
-    )
-    module.post_mortem = lambda tb=None: pdb.post_mortem(tb)  # type: ignore[attr-defined]
-    module.pm = pdb.pm  # type: ignore[attr-defined]
-
-
-_rank_pid = 0
-"""The rank's process (set by `install`): one forked from it, a DataLoader worker, is not the rank."""
-
-
-def on_interrupt(signum: int, frame: types.FrameType | None) -> None:
-    """SIGINT while the program runs (`:interrupt`, or Ctrl-C typed in the rank's pane): pdb opens
-    at the next line of the user's code, as under `python -m pdb`. At a prompt, once detached, and
-    in a process forked from the rank, it is a KeyboardInterrupt as usual."""
-    if detached or active is not None or frame is None or os.getpid() != _rank_pid:
-        raise KeyboardInterrupt
-    RankPdb().sigint_handler(signum, frame)
-
-
-def install() -> None:
-    """Route every way of opening a debugger in this process to `RankPdb`; Ctrl-C opens one too,
-    unless the program already handles or ignores SIGINT."""
-    global _rank_pid
-    pdb.Pdb = RankPdb  # type: ignore[misc]
-    sys.breakpointhook = breakpointhook
-    when_imported("ipdb", _patch_ipdb)
-    _rank_pid = os.getpid()
-    main = threading.current_thread() is threading.main_thread()
-    if main and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, on_interrupt)
-
-
-def post_mortem(tb: types.TracebackType) -> None:
-    """Open a post-mortem prompt at the frame that raised (none once detached)."""
-    if detached:
-        return
-    debugger = RankPdb()
-    debugger.reset()
-    debugger.interaction(None, tb)
+        # post-mortem: on the link, in order after the `exception` event it follows
+        say_paused(line, self.stdout, self.post_mortem or on_link)

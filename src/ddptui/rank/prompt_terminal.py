@@ -7,8 +7,9 @@ every rank at every lockstep step. Held from the stop until the prompt is flushe
 write. Only pdb's own text between a stop and its prompt is held: the debugger releases it before
 anything else can print (a `display` expression, a queued command, the program resuming).
 
-The rest sets the terminal up for a prompt: C's stdout buffered for readline, canonical mode for
-a prompt that reads plain lines.
+`reading`: where a prompt reads its commands (plain lines where ddptui types them). The rest sets
+the terminal up for a prompt: C's stdout buffered for readline, canonical mode for a prompt that
+reads plain lines.
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ import contextlib
 import os
 import sys
 import termios  # a small C module; asked at every plain prompt (an import statement there cost more)
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
+
+from ddptui.rank.link import link
+from ddptui.rank.protocol import PLAIN_INPUT_ENV, PLAIN_UNTIL_EDITED
 
 
 class HeldOutput:
@@ -78,6 +82,66 @@ class HeldOutput:
     def __getattr__(self, name: str) -> Any:
         """Everything else is the stream's (encoding, fileno, isatty, ...)."""
         return getattr(self.stream, name)
+
+
+def hold(stream: Any) -> None:
+    """Hold pdb's text until the prompt is flushed (see `HeldOutput`); nothing without one."""
+    if isinstance(stream, HeldOutput):
+        stream.hold()
+
+
+def release(stream: Any) -> None:
+    """Write what pdb held, before anything else can print or the program goes on."""
+    if isinstance(stream, HeldOutput):
+        stream.release()
+
+
+def say_paused(line: bytes, stream: Any, at_once: bool) -> None:
+    """Send a `paused` line: on the link `at_once`, else as a mark with the prompt `stream` holds
+    (it goes out with the prompt), else on the terminal now."""
+    if at_once:
+        link.send_line(line)
+        return
+    held = stream if isinstance(stream, HeldOutput) and stream.holding else None
+    mark = link.mark(line) if held is not None else None
+    if held is None or mark is None:
+        link.paused(line)
+    else:
+        held.add(mark)
+
+
+class Reading(NamedTuple):
+    """Where a prompt reads its commands and writes its text (`reading`)."""
+
+    stdin: Any
+    stdout: Any
+    use_rawinput: bool
+    """`cmd.Cmd`'s switch: input() (readline), or self.stdin.readline()."""
+    may_edit: bool
+    """A prompt may read through readline."""
+    ddptui_types: bool
+    """Commands come from ddptui (`--batch`), or from ddptui unless keys were typed (`PromptInput`)."""
+
+
+def reading(debugger: Any, stdin: Any, stdout: Any, use_rawinput: bool) -> Reading:
+    """Read commands as plain lines where ddptui says so (`PLAIN_INPUT_ENV`); `debugger` is the
+    pdb whose prompt a `PromptInput` may hand an `eval`."""
+    how = os.environ.get(PLAIN_INPUT_ENV)
+    ddptui_types = False
+    if how == "1":
+        use_rawinput = False
+        ddptui_types = stdin is sys.stdin
+    if how in ("1", PLAIN_UNTIL_EDITED):  # a prompt that can be handed an `eval` (`line_input`)
+        from ddptui.rank.line_input import PromptInput
+
+        stream = getattr(stdin, "stream", stdin)  # `debug` hands its PromptInput on
+        if stream is sys.stdin and reads_terminal(stream):
+            stdin = PromptInput(stream, debugger, history=how != "1")
+            use_rawinput = False
+            ddptui_types = True
+    if not use_rawinput:  # cmd.Cmd writes the prompt to self.stdout and flushes it
+        stdout = HeldOutput.around(stdout)
+    return Reading(stdin, stdout, use_rawinput, how != "1", ddptui_types)
 
 
 _prompt_buffer: object = None

@@ -52,6 +52,7 @@ from ddptui.rank.asks import (
     kind_of,
 )
 from ddptui.rank.evaluation import answer as answer_eval
+from ddptui.rank.frames import is_hidden, location
 from ddptui.rank.paths import creates_store, is_library
 from ddptui.rank.protocol import (
     PLAIN_INPUT_ENV,
@@ -136,7 +137,7 @@ def evaluate(ask: Eval) -> Summary:
     if ask.truth:  # the rank's own bool(): a tensor's, a numpy array's, a user class's __bool__
         value = bool(value)
     result = summarize(value)
-    result["frame"] = debugger.location(frame).to_json()
+    result["frame"] = location(frame).to_json()
     return result
 
 
@@ -155,7 +156,7 @@ def _live_frames(frame: types.FrameType | None) -> list[types.FrameType]:
     """A live stack, outermost first, without ddptui's launcher frames."""
     frames = []
     while frame is not None:
-        if not debugger.is_hidden(frame):
+        if not is_hidden(frame):
             frames.append(frame)
         frame = frame.f_back
     return frames[::-1]
@@ -176,7 +177,7 @@ def stacks(ask: Stack) -> tuple[ThreadStack, ...]:
                 Frame(f.f_code.co_filename, line, f.f_code.co_name) for f, line in debugger.active.stack
             ]
         else:
-            frames = [debugger.location(f) for f in _live_frames(frame)]
+            frames = [location(f) for f in _live_frames(frame)]
         name = names.get(ident, f"thread {ident}")
         threads.append(ThreadStack(name, ident == main, name.startswith("ddptui-"), tuple(frames)))
     return tuple(threads)
@@ -231,7 +232,7 @@ def skip(ask: Skip) -> Skipping:
 
 def interrupt(ask: Interrupt) -> bool:
     """`interrupt`: SIGINT to this rank's main thread, not to its process group (a DataLoader
-    worker is left alone), so it stops at the line it runs (`debugger.on_interrupt`).
+    worker is left alone), so it stops at the line it runs (`opening.on_interrupt`).
 
     A prompt still open is given `PROMPT_CLOSING` seconds to close (the command that resumes the
     rank may have been typed just before); False when it stays open.

@@ -24,7 +24,7 @@ import threading
 import types
 from typing import Any
 
-from ddptui.rank import breaks, collectives, debugger, fatal, spawns, tempdirs, timeouts, topology
+from ddptui.rank import breaks, collectives, debugger, fatal, opening, spawns, tempdirs, timeouts, topology
 from ddptui.rank.hooks import C10D, when_imported
 from ddptui.rank.link import link
 from ddptui.rank.protocol import RANK_ENV, SOCKET_ENV, STATE_DIR_ENV, Exited, Identity
@@ -93,7 +93,7 @@ def become_rank(rank: int, local_rank: int | None, world_size: int | None) -> bo
         link.terminal_changed()  # stdout is the relayed pty now: `paused` can go in it
         link.on_message = relay.receive
         link.on_lost = _disconnected
-    debugger.install()
+    opening.install()
     _install_rank_side(rank)
     atexit.register(_finish, os.getpid())
     breaks.arm(_start)

@@ -1,4 +1,5 @@
-"""The app's keys as one table, from which its bindings, the palette and the help line are made.
+"""The app's keys as one table, from which its bindings, the palette (`palette`) and the help line
+are made.
 
 None of the three can forget a key the others have (harlequin's `HARLEQUIN_ACTIONS` does the same
 for its keymaps).
@@ -6,11 +7,8 @@ for its keymaps).
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
-from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
 
 
@@ -122,10 +120,3 @@ def bindings() -> list[BindingType]:
 def help_line() -> str:
     """The keys in one line, as `:help` ends: `F2 broadcast/typing · F10 n · ...`."""
     return " · ".join(f"{action.key_label} {action.help_label}" for action in ACTIONS)
-
-
-def palette_commands(run_action: Callable[[str], Awaitable[object]]) -> Iterator[SystemCommand]:
-    """The palette's entry for every key; choosing one runs its action through `run_action`
-    (the app's `run_action`, which parses `step('n')` as a key press would)."""
-    for action in ACTIONS:
-        yield SystemCommand(action.palette_title, action.help, functools.partial(run_action, action.action))

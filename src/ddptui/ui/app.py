@@ -6,11 +6,10 @@ The app renders the core's state and forwards input; the `Session` owns every pr
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
-import os
 import signal
 import sys
-import termios
 from collections.abc import Iterable
 from typing import ClassVar
 
@@ -20,17 +19,15 @@ from textual.binding import BindingType
 from textual.screen import Screen
 
 from ddptui.core.commands import registry as commands
-from ddptui.core.commands.batch import exit_status
 from ddptui.core.commands.context import MAX_STOPS, Context
 from ddptui.core.model.state import RankState
 from ddptui.core.model.targets import Line, format_ranks, name_ranks
 from ddptui.core.model.topology import Topology
 from ddptui.core.session.rank import Rank
 from ddptui.core.session.session import Session
-from ddptui.core.session.wrap import fold_exports
 from ddptui.core.transport.launch import LaunchError, check_port
 from ddptui.core.transport.pump import ORDERED_STORES
-from ddptui.ui import actions, messages
+from ddptui.ui import actions, messages, palette
 from ddptui.ui.colon_typing import ColonTyping
 from ddptui.ui.command_bar import CommandBar
 from ddptui.ui.command_line import CommandLine
@@ -38,12 +35,14 @@ from ddptui.ui.command_log import CommandLog
 from ddptui.ui.keys_footer import KeysFooter
 from ddptui.ui.pane_grid import PAGE_SIZE, PaneGrid, PaneSize, grid_shape
 from ddptui.ui.pane_turns import TURNS
-from ddptui.ui.quit_screen import QuitScreen
+from ddptui.ui.quitting import Quitting
 from ddptui.ui.rank_bar import RankBar
 from ddptui.ui.rank_pane import RankPane
 from ddptui.ui.rank_states import RankStates
+from ddptui.ui.session_notes import SessionNotes
 from ddptui.ui.stack_tree import StackTree
 from ddptui.ui.state_grid import StateGrid
+from ddptui.ui.typing_focus import TypingFocus
 from ddptui.ui.watch_panel import WatchPanel
 
 __all__ = ["GRID_THRESHOLD", "PAGE_SIZE", "DdptuiApp", "grid_shape", "run_app"]
@@ -71,8 +70,6 @@ class DdptuiApp(App[int]):
         """What `:` commands act on: the session, its findings, the watches."""
         session.default_pump(ORDERED_STORES)  # a flood must not cost the loop a wake-up per pty read
         spec = session.spec
-        self.focused_rank = 0
-        self.broadcasting = False
         self.grid_threshold = grid_threshold
         self.rank_bar = RankBar()
         self.state_grid = StateGrid(spec.nproc, id="state-grid") if spec.nproc > grid_threshold else None
@@ -82,11 +79,14 @@ class DdptuiApp(App[int]):
         self.command_log = CommandLog()
         self.watch_panel = WatchPanel()
         self.command_bar = CommandBar()
-        self._quitting = False
-        self._signalled = 0
-        """The signal that ended the app where its exit status must say so (SIGHUP), else 0."""
+        end = functools.partial(self.run_worker, group="session", exclusive=True)
+        self.quitting = Quitting(session, end, self.exit, functools.partial(self.notify, timeout=3))
+        """How the app ends: asked first, every rank ended, the job's status."""
         self._rank_states = RankStates(self.context, self.rank_bar, self.post_message, self.set_timer)
         self._typing = ColonTyping(self.command_bar, self._fresh_prompt, session.send_input)
+        self.typing_focus = TypingFocus(self.command_bar, self.pane_grid, self._typing)
+        """Where typing goes: the focused rank's pane, or the command line (a broadcast)."""
+        self._notes = SessionNotes(session, self.command_log)
         self._command_line = CommandLine(self.context, self.command_log, self.watch_panel, self.command_bar)
 
     # -- layout -----------------------------------------------------------------------------
@@ -129,12 +129,13 @@ class DdptuiApp(App[int]):
         if self.panes:  # a wrapped job has none until its first rank connects
             self.pane(0).focus()
         loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGTERM, self.shutdown)
-        loop.add_signal_handler(signal.SIGINT, self.shutdown)  # `kill -INT`: the terminal's ^C is a key
-        loop.add_signal_handler(signal.SIGHUP, self.hang_up)
+        quitting = self.quitting
+        loop.add_signal_handler(signal.SIGTERM, quitting.shutdown)
+        loop.add_signal_handler(signal.SIGINT, quitting.shutdown)  # `kill -INT`: the terminal's ^C is a key
+        loop.add_signal_handler(signal.SIGHUP, quitting.hang_up)
         self._rank_states.flight = self.set_interval(0.1, self._rank_states.show_flight)
         if self.state_grid is not None:
-            self.set_interval(0.25, self._mark_grid)
+            self.set_interval(0.25, functools.partial(self._rank_states.mark, self.state_grid))
         self.call_after_refresh(self.start_session)
 
     def on_unmount(self) -> None:
@@ -150,9 +151,7 @@ class DdptuiApp(App[int]):
         """Spawn the ranks and wire their output and state to the panes."""
         self.session.on_output.append(self._rank_output)
         self.session.on_state.append(self._rank_state)
-        self.session.on_notice.append(self._notice)
-        for line in list(self.session.notices):  # said before the app was up (the launch's notes)
-            self._notice(line)
+        self._notes.listen()
         self.session.on_world.append(self._world)
         self.session.topology_reader.on_change.append(self._topology)
         try:
@@ -160,8 +159,7 @@ class DdptuiApp(App[int]):
         except LaunchError as exc:
             self.exit(2, return_code=2, message=f"ddptui: error: {exc}")
             return
-        if self.session.launcher is not None:
-            self.session.launcher.on_lines.append(self._launcher_lines)
+        self._notes.listen_to_launcher()
         for rank in range(self.pane_grid.count):
             terminal = self.pane(rank).terminal
             self.session.resize(rank, terminal.columns, terminal.lines)
@@ -174,7 +172,8 @@ class DdptuiApp(App[int]):
 
     def _rank_state(self, rank: int, state: RankState) -> None:
         """Show a rank's new state in the bar, the grid and on its pane; a crash may take the keys."""
-        keys_free = not (self.broadcasting or self._rank_states.crashed(self.focused_rank))
+        focus = self.typing_focus
+        keys_free = not (focus.broadcasting or self._rank_states.crashed(focus.rank))
         self._rank_states.tell(rank, state, keys_free)
         if self.state_grid is not None:
             self.state_grid.set_state(rank, state)
@@ -189,17 +188,13 @@ class DdptuiApp(App[int]):
 
     def on_crash_takes_keys(self, event: messages.CrashTakesKeys) -> None:
         """A rank crashed while the keys were free: they go to its post-mortem (as F6)."""
-        if not self._quitting:
+        if not self.quitting.started:
             self.pane_grid.focus_rank(event.rank)
 
     def on_crashes_said(self, event: messages.CrashesSaid) -> None:
         """Ranks crashed while the keys were in use: the command log says which, and how."""
-        if not self._quitting:
+        if not self.quitting.started:
             self.command_log.show(commands.Result(event.lines, error=True))
-
-    def _launcher_lines(self, lines: list[str]) -> None:
-        """A wrapped job's launcher printed lines: the command log shows them."""
-        self.command_log.show(commands.Result(tuple(f"[launcher] {line}" for line in lines)))
 
     def _world(self, size: int) -> None:
         """A wrapped job's first rank said how many ranks there are: a pane for each."""
@@ -217,26 +212,10 @@ class DdptuiApp(App[int]):
         """Mount the new panes (or the state grid, which mounts the panes picked in it)."""
         if self.state_grid is not None:
             await self.mount(self.state_grid, before=self.pane_grid)
-            self.set_interval(0.25, self._mark_grid)
+            self.set_interval(0.25, functools.partial(self._rank_states.mark, self.state_grid))
         await self.pane_grid.mount_world()
 
-    def _notice(self, line: str) -> None:
-        """Show a line about the session itself (a refused connection, logging stopped)."""
-        if line == self.session.listen_line:  # `ddptui listen`: the line for the job, folded to fit
-            width = max(self.command_log.scrollable_content_region.width, 40)
-            self.command_log.show(commands.Result(tuple(fold_exports(self.session.listen_exports, width))))
-        elif line.startswith("listening on "):
-            self.command_log.show(commands.Result((line,)))
-        else:
-            self.command_log.show(commands.Result((line,), error=True))
-
     # -- state grid (many ranks) -------------------------------------------------------------
-    def _mark_grid(self) -> None:
-        """Mark the root cause, and the ranks missing from a collective while others wait in it."""
-        marks = self._rank_states.grid_marks()
-        if marks is not None and self.state_grid is not None:
-            self.state_grid.set_marks(*marks)
-
     def on_state_grid_selected(self, event: StateGrid.Selected) -> None:
         """Give the ranks picked in the grid panes and the keys; broadcasts still go to every target."""
         ranks = sorted(event.ranks)
@@ -278,14 +257,7 @@ class DdptuiApp(App[int]):
         The event names the widget: `self.focused` asks the screen stack, which is empty when
         the event arrives as the app exits (seen under load).
         """
-        focused = event.widget
-        bar = self.command_bar
-        if isinstance(focused, RankPane):
-            self.focused_rank, self.broadcasting = focused.rank, False
-            self._typing.typed_from = None
-        elif focused is bar.input:
-            self.broadcasting = True
-        bar.broadcast, bar.focused_rank = self.broadcasting, self.focused_rank
+        self.typing_focus.follow(event.widget)
 
     def on_command_bar_submitted(self, event: CommandBar.Submitted) -> None:
         """Run a line from the command line (begun by `:` in a pane: typing goes back there)."""
@@ -309,7 +281,7 @@ class DdptuiApp(App[int]):
     @work(group="broadcast")
     async def broadcast(self, line: Line) -> None:
         """Send a pdb command to the target ranks in lockstep (queued behind one in flight)."""
-        if not self._quitting:
+        if not self.quitting.started:
             await self._command_line.broadcast(line)
 
     # -- actions ----------------------------------------------------------------------------
@@ -336,10 +308,7 @@ class DdptuiApp(App[int]):
 
     def action_toggle_broadcast(self) -> None:
         """Switch typing between the command line (broadcast) and the focused rank's pane."""
-        if self.broadcasting:
-            self.pane(self.focused_rank).focus()
-        else:
-            self.command_bar.input.focus()
+        self.typing_focus.toggle()
 
     def action_focus_rank(self, delta: int, crashed: bool = False) -> None:
         """Type into the previous/next rank, paging when it is not shown.
@@ -347,14 +316,10 @@ class DdptuiApp(App[int]):
         With `crashed`, among crashed ranks only: from a pane of one, the next; else the first.
         """
         ranks = self.rank_bar.crashed if crashed else list(range(self.pane_grid.count))
-        if not ranks:
-            self.command_log.show(commands.Result(("no rank has crashed",)))
-            return
-        if self.broadcasting or self.focused_rank not in ranks:
-            rank = ranks[0] if crashed else self.focused_rank
+        if ranks:
+            self.typing_focus.move(ranks, delta, crashed)
         else:
-            rank = ranks[(ranks.index(self.focused_rank) + delta) % len(ranks)]
-        self.pane_grid.focus_rank(rank)
+            self.command_log.show(commands.Result(("no rank has crashed",)))
 
     def action_focus_grid(self) -> None:
         """Move the keys to the state grid (there is one above `grid_threshold` ranks)."""
@@ -363,65 +328,16 @@ class DdptuiApp(App[int]):
 
     def action_quit(self) -> None:  # type: ignore[override]
         """Quit, asking first while ranks are alive (saying what each is doing)."""
-        alive = tuple(rank.state for rank in self.session.live(range(self.pane_grid.count)))
-        if not alive:
-            self.shutdown()
-            return
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.shutdown()
-
-        spec = self.session.spec
-        leave = spec.listen is not None and spec.on_disconnect == "continue"
-        self.push_screen(QuitScreen(alive, leave), answered)
+        self.quitting.ask(range(self.pane_grid.count), self.push_screen)
 
     def shutdown(self) -> None:
         """End every rank, then exit."""
-        if not self._quitting:
-            self._quitting = True
-            self._end_session()
-
-    def hang_up(self) -> None:
-        """SIGHUP: end every rank. Where the terminal is still there (`kill -HUP`), leave as after
-        SIGTERM: the terminal restored and the summary printed, status 128 + SIGHUP. Where it has
-        gone, leave without touching it: Textual's own shutdown writes to the terminal to restore
-        it, and blocks forever once the terminal has gone away."""
-        if terminal_alive():
-            self._signalled = signal.SIGHUP
-            self.shutdown()
-            return
-        self._quitting = True
-        self._hang_up()
-
-    @work(exclusive=True, group="session")
-    async def _hang_up(self) -> None:
-        """Close the session and exit the process at once (status 128 + SIGHUP)."""
-        await self.session.close()
-        os._exit(128 + signal.SIGHUP)
-
-    @work(exclusive=True, group="session")
-    async def _end_session(self) -> None:
-        """Close the session (ends every rank process tree) and exit with the job's status."""
-        self.notify("ending every rank…", timeout=3)
-        await self.session.close()
-        status = exit_status([rank.state for rank in self.session.ranks])
-        self.exit(128 + self._signalled if self._signalled else status)
+        self.quitting.shutdown()
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:  # type: ignore[type-arg]
-        """Textual's commands, then every key of the app (Textual's `Quit` is ours, with its key)."""
+        """Textual's commands, then the app's (`palette`; Textual's `Quit` is ours, with its key)."""
         yield from (command for command in super().get_system_commands(screen) if command.title != "Quit")
-        yield from actions.palette_commands(self.run_action)
-
-
-def terminal_alive() -> bool:
-    """Whether the app's terminal is still there (a hung-up terminal refuses even to be asked)."""
-    out = sys.__stdout__
-    try:
-        termios.tcgetattr(out.fileno() if out is not None else -1)
-    except (termios.error, OSError, ValueError):
-        return False
-    return True
+        yield from palette.commands(self.run_action, self.command_bar.begin)
 
 
 def run_app(session: Session, max_stops: int = MAX_STOPS) -> int:

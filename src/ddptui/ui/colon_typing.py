@@ -38,9 +38,7 @@ class ColonTyping:
             return
         if data[:1] == b":" and self._fresh_prompt(index):
             self.typed_from = index
-            line = self._bar.input
-            line.value, line.cursor_position = "", 0
-            line.focus()
+            self._bar.begin("")
             self.type_on_command_line(data)
             return
         self._send(index, data)

@@ -123,6 +123,13 @@ class CommandBar(Horizontal):
         """The input widget."""
         return self.query_one(CommandInput)
 
+    def begin(self, text: str) -> None:
+        """Put `text` on the command line, the cursor after it, and give it the keys: a line
+        begun for the user to finish (`:until ` from the palette, `:` from a pane)."""
+        line = self.input
+        line.value, line.cursor_position = text, len(text)
+        line.focus()
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
         """Forward the line, clear the input."""
         event.stop()

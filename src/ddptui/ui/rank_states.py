@@ -19,6 +19,7 @@ from ddptui.core.model.targets import by_words
 from ddptui.core.model.text import inert
 from ddptui.ui import messages
 from ddptui.ui.rank_bar import RankBar, has_crashed
+from ddptui.ui.state_grid_view import StateGridView
 
 CRASH_NOTE_WAIT = 0.1
 """Seconds a crash waits for others to be said with it (ranks that hit one bug crash together)."""
@@ -121,3 +122,10 @@ class RankStates:
         waiting = any(rank.state.phase is Phase.WAITING for rank in ranks)
         missing = {r for v in found if v.kind in MISSING_KINDS for r in v.suspects} if waiting else set()
         return (None if one_bug(failures, found) else root_cause(failures, found)), missing
+
+    def mark(self, grid: StateGridView) -> None:
+        """Mark the root cause in `grid`, and the ranks missing from a collective while others wait
+        in it (the app's timer asks a few times a second; nothing is drawn unless they changed)."""
+        marks = self.grid_marks()
+        if marks is not None:
+            grid.set_marks(*marks)

@@ -2,9 +2,10 @@
 (`Lockstep`).
 
 Ranks that connect of their own accord (wrap and listen mode) are taken in by `Arrivals`, stalled
-ranks are marked waiting by the `Watchdog`, and the session's end is `teardown`'s. What went wrong
-is not the session's to say: `ddptui.core.diagnosis` listens to it (`on_state`, `on_closing`,
-`on_release`, the lockstep's `on_step`).
+ranks are marked waiting by the `Watchdog`, coroutines wait for its changes through `Changes`; its
+start is `starting`'s and its end `teardown`'s. What went wrong is not the session's to say:
+`ddptui.core.diagnosis` listens to it (`on_state`, `on_closing`, `on_release`, the lockstep's
+`on_step`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import asyncio
 import dataclasses
 import functools
 import os
-import secrets
 import time
 from collections.abc import Callable, Iterable
 from typing import TypeVar
@@ -22,22 +22,22 @@ from ddptui.core.model.fatal import fatal_site
 from ddptui.core.model.state import PAUSED, RUNNING, STARTING, WAITING, RankState
 from ddptui.core.model.targets import Line, format_ranks, parse_line, parse_ranks
 from ddptui.core.model.topology import Topology
-from ddptui.core.session import teardown, wrap
+from ddptui.core.session import starting, teardown, wrap
 from ddptui.core.session.allstop import AllStop
 from ddptui.core.session.arrivals import Arrivals
+from ddptui.core.session.changes import Changes
 from ddptui.core.session.keys import PaneKeys
-from ddptui.core.session.lockstep import Broadcast, Lockstep, wake
+from ddptui.core.session.lockstep import Broadcast, Lockstep
 from ddptui.core.session.rank import Rank
 from ddptui.core.session.resources import Resources
 from ddptui.core.session.topology import TopologyReader
 from ddptui.core.session.watchdog import Watchdog
 from ddptui.core.transport import launch
-from ddptui.core.transport.channel import ChannelServer, Connection
 from ddptui.core.transport.interface import RankTransport, RequestError
-from ddptui.core.transport.local import LocalJob, LocalRank, SpawnError
+from ddptui.core.transport.local import LocalRank
 from ddptui.core.transport.logs import SessionLog
 from ddptui.rank.asks import Ask
-from ddptui.rank.protocol import Hello, Message, StartsRanks, mark_key
+from ddptui.rank.protocol import Message, StartsRanks
 
 R = TypeVar("R")
 
@@ -75,11 +75,12 @@ class Session:
         """Keys typed into the ranks' panes (ranks ddptui starts get readline for them)."""
         self.groups: dict[str, frozenset[int]] = {}
         """Named rank sets (`:group`), usable wherever ranks are named (`@name n`, `:ranks name`)."""
-        self._mark_key = b""
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._changed: list[asyncio.Future[None]] = []
+        self.mark_key = b""
+        """The key of this session's marks in a rank's terminal output (`MarkReader`), set at `start`."""
         self._watchdog = Watchdog(self.ranks, self.resources, self._tick, spec.stall_timeout, TICK, self.log)
         """Marks stalled ranks waiting; once it runs, it wakes every waiter once a tick."""
+        self.changes = Changes(lambda: self.ticking, TICK)
+        """The coroutines waiting for a change (a rank's output or state, the watchdog's tick)."""
         self.arrivals = Arrivals(self)
         """Wrap and listen mode: the job's own launcher, and the ranks that connect."""
         self.topology_reader = TopologyReader(self, self.resources.spawn)
@@ -127,42 +128,9 @@ class Session:
 
     # -- start ------------------------------------------------------------------------------
     async def start(self) -> None:
-        """Open the logs and the rank link server, start the watchdog, then spawn every rank."""
-        spec = self.spec
-        if spec.master_port is not None and not spec.command:
-            launch.check_port(spec.master_addr, spec.master_port)
-        self.port = spec.master_port or launch.free_port(spec.master_addr)
-        self._loop = asyncio.get_running_loop()
-        if spec.log_dir and not spec.command:
-            self.open_log(spec.nproc)
-        held = self.resources
-        held.dir = launch.private_dir()
-        token = secrets.token_hex(16)
-        self._mark_key = mark_key(token)
-        held.server = ChannelServer(os.path.join(held.dir, launch.SOCKET_NAME), token, self._hello, self.log)
-        await held.server.start()
-        held.job = LocalJob(held.dir, pump=bool(spec.pump))
-        held.job.start(dict(os.environ, PYTHONPATH=launch.python_path(os.environ.get("PYTHONPATH")) or ""))
-        link = launch.Link(held.server.path, held.dir, token)
-        if spec.listen is not None:
-            await self.arrivals.listen(spec.listen, token)
-        elif spec.command:
-            self.arrivals.start_launcher(link)
-        else:
-            self._spawn_ranks(held.job, link)
-        held.spawn(self._watchdog.run())
-
-    def _spawn_ranks(self, job: LocalJob, link: launch.Link) -> None:
-        """Spawn every rank of a job ddptui starts itself, each in its own pty."""
-        spec = self.spec
-        run_id = spec.run_id or launch.new_run_id()
-        for index in range(spec.nproc):
-            env = launch.rank_env(spec, index, self.port, run_id, link)
-            try:
-                transport = job.spawn(spec.argv(), env, spec.cwd, (spec.columns, spec.lines))
-            except SpawnError as exc:
-                raise launch.LaunchError(str(exc)) from None
-            self.add_rank(index, transport)
+        """Open the logs and the rank link server, spawn every rank (`starting`), start the watchdog."""
+        await starting.start(self)
+        self.resources.spawn(self._watchdog.run())
 
     def open_log(self, nproc: int) -> None:
         """`--log-dir`: log every rank's output and state changes (once the world size is known)."""
@@ -173,7 +141,7 @@ class Session:
 
     def add_rank(self, index: int, transport: RankTransport) -> None:
         """Track a rank: its output, its events, its exit."""
-        rank = Rank(index, transport, self._state_changed, self._mark_key)
+        rank = Rank(index, transport, self._state_changed, self.mark_key)
         self._watchdog.active.add(index)  # starting
         self.wire(rank, transport)
         rank.fatal_dump = lambda: self._fatal(rank)
@@ -214,22 +182,6 @@ class Session:
         self._output(rank, text.replace("\n", "\r\n").encode())
         return fatal_site(text)
 
-    def _hello(self, connection: Connection, hello: Hello) -> str | None:
-        """Bind an authenticated link to the rank whose process is at the other end; None when
-        bound, else why not."""
-        if self.launcher is not None or self.address is not None:
-            return self.arrivals.arrived(connection, hello)
-        for rank in self.ranks:
-            transport = rank.transport
-            if isinstance(transport, LocalRank) and transport.pid == connection.peer_pid:
-                if transport.linked:
-                    return f"rank {rank.index}'s process is linked already"
-                transport.identity = hello.identity
-                transport.link(connection)
-                rank.linked()
-                return None
-        return "not a rank of this session"
-
     def log(self, line: str) -> None:
         """Tell the user (and the session log) something about the session itself."""
         self.notices.append(line)
@@ -260,8 +212,8 @@ class Session:
         self.lockstep.touch(rank.index)
         for callback in self.on_output:
             callback(rank.index, data)
-        if self._changed:
-            self.notify()
+        if self.changes.waiters:
+            self.changes.notify()
 
     def _state_changed(self, rank: Rank) -> None:
         """Tell the watchdog and the front ends (and whoever listens: `on_state`), wake the waiters."""
@@ -277,8 +229,8 @@ class Session:
                 self.topology_reader.soon()
         for callback in self.on_state:
             callback(index, state)
-        if self._changed:
-            self.notify()
+        if self.changes.waiters:
+            self.changes.notify()
 
     @property
     def watched(self) -> bool:
@@ -292,35 +244,11 @@ class Session:
 
     def notify(self) -> None:
         """Wake every coroutine waiting for a change."""
-        if not self._changed:
-            return
-        waiters, self._changed = self._changed, []
-        for waiter in waiters:
-            wake(waiter)
-
-    async def _changed_or_tick(self) -> None:
-        """Wait for any change, or at most one tick (the watchdog's, once it runs: no timer of
-        its own, which a lockstep step would set and cancel on every wake-up)."""
-        assert self._loop is not None
-        waiter = self._loop.create_future()
-        self._changed.append(waiter)
-        if self.ticking:
-            await waiter
-            return
-        timer = self._loop.call_later(TICK, wake, waiter)
-        try:
-            await waiter
-        finally:
-            timer.cancel()
+        self.changes.notify()
 
     async def wait_until(self, condition: Callable[[], bool], timeout: float | None = None) -> bool:
         """Wait until `condition()` holds; False if `timeout` passed first."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not condition():
-            if deadline is not None and time.monotonic() > deadline:
-                return False
-            await self._changed_or_tick()
-        return True
+        return await self.changes.wait_until(condition, timeout)
 
     # -- input ------------------------------------------------------------------------------
     def send_input(self, index: int, data: bytes) -> None:
