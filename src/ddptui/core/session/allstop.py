@@ -200,12 +200,12 @@ class AllStop:
         stopped = [rank.index for rank in done.interrupted if rank.state.at_prompt]
         if stopped:
             parts.append(f"{name_ranks(stopped)} stopped at their next line")
-        parts += [
-            f"rank {rank.index} interrupted: it stops once its current call returns"
-            for rank in done.interrupted
-            if rank.state.alive and not rank.state.at_prompt
-        ]
-        parts += [f"rank {index} not stopped: {reply}" for index, reply in done.refused.items()]
+        pending = [rank.index for rank in done.interrupted if rank.state.alive and not rank.state.at_prompt]
+        if pending:
+            each = "it stops" if len(pending) == 1 else "each stops"
+            parts.append(f"{name_ranks(pending)} interrupted: {each} once its current call returns")
+        refused = ((index, str(reply)) for index, reply in done.refused.items())
+        parts += [f"{ranks} not stopped: {why}" for ranks, why in by_words(refused)]
         groups = await self._groups(list(done.blocked))
         waits = ((i, f"{callee or 'a call'}{groups.get(i, '')}") for i, (_, callee) in done.blocked.items())
         parts += [f"{ranks} waiting in {words} for rank {first.index}" for ranks, words in by_words(waits)]
