@@ -35,6 +35,8 @@ def test_a_broadcast_names_the_ranks_left_waiting_once_per_place(ddptui: Runner)
     notes = [line for line in result.stdout.splitlines() if line.startswith("ddptui: ")]
     at = "tests/scripts/plain_barrier.py"
     assert notes == [
+        f"ddptui: all-stop: rank 5 stopped at {at}:48 (crashed ValueError: rank 5 never reaches the barrier, "
+        "in post-mortem); ranks 0-4,6-11 interrupted: each stops once its current call returns",
         f"ddptui: rank 0 waiting at {at}:34 in accept",
         f"ddptui: ranks 1-4,6-11 waiting at {at}:40",
         f"ddptui: p value not sent to rank 0, not at a prompt (waiting at {at}:34 in accept)",

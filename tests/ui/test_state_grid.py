@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from conftest import SCRIPTS, steady_identities, until
@@ -267,7 +268,11 @@ async def test_sixty_four_ranks_a_grid_panes_for_the_picked_and_lockstep_for_all
 def test_sixty_four_ranks_snapshot(snap_compare: Callable[..., bool]) -> None:
     SNAPSHOT_DIR.mkdir(exist_ok=True)
     shutil.copy(SCRIPTS / "plain_barrier.py", SNAPSHOT_DIR / "plain_barrier.py")
-    app = DdptuiApp(Session(spec(SNAPSHOT_DIR / "plain_barrier.py", 64, "--crash", "5")))
+    # --non-stop: the others stay in the barrier as they are (all-stop would interrupt each one,
+    # and the panes would show that as each signal lands)
+    app = DdptuiApp(
+        Session(replace(spec(SNAPSHOT_DIR / "plain_barrier.py", 64, "--crash", "5"), all_stop=False))
+    )
 
     async def settle(pilot: Pilot[int]) -> None:
         """Rank 5 crashes before the barrier (the root cause); the others wait there for it."""

@@ -25,9 +25,10 @@ from ddptui.rank.protocol import TCP_PREFIX, Hello, Identity, Message, ProtocolE
 
 CONNECT_TIMEOUT = 10.0
 """Seconds a rank tries to reach a `ddptui listen` over TCP before it runs undebugged."""
-WELCOME_TIMEOUT = 15.0
-"""Seconds a rank waits for the core's answer to its hello before it runs undebugged (the core
-drops a connection that says no hello in 10 s: it answers a good one well before)."""
+WELCOME_TIMEOUT = 300.0
+"""Seconds a rank waits for the core's answer to its hello before it runs undebugged. A core that
+starts hundreds of ranks on a few cores answers the first ones late (tens of seconds); a core that
+is gone closes the link, which ends the wait at once."""
 RESTART_COUNT_ENV = "TORCHELASTIC_RESTART_COUNT"
 """How often torchrun restarted its workers before this one (said in the hello)."""
 

@@ -8,9 +8,10 @@ brings the ranks back to their prompts one by one, and none of them is interrupt
 The other ranks get `GRACE` seconds to stop on their own (a `c` sent to every rank brings each
 to the same breakpoint, a little apart). Then each rank still running is looked at: one blocked
 in a collective or in the rendezvous (which cannot complete while the stopped rank is away) is
-marked `waiting` there at once, without waiting for the stall timeout; one still importing (its
-start, which takes seconds with torch) gets the grace again, up to `STARTUP_WAIT`, as it is likely
-on its way to the same breakpoint; any other is interrupted and stops at its next line of the
+marked `waiting` there at once, without waiting for the stall timeout; one still starting (in an
+import, or not yet in the user's code: seconds with torch, or with many ranks on few cores) gets
+the grace again, up to `STARTUP_WAIT`, as it is likely on its way to the same breakpoint; any
+other is interrupted and stops at its next line of the
 user's code (the `interrupt` request, as `:interrupt` sends).
 What happened is said once, the rank that stopped first and why at its head:
 `all-stop: rank 2 stopped at train.py:19 (breakpoint); ranks 0-1,3 stopped at their next line`.
@@ -26,7 +27,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from ddptui.core.model.stacks import blocked_at
+from ddptui.core.model.stacks import blocked_at, is_library
 from ddptui.core.model.state import PAUSED, RUNNING, STARTING, Frame, RankState
 from ddptui.core.model.targets import by_words, name_ranks
 from ddptui.core.model.topology import Topology
@@ -75,10 +76,13 @@ def running(ranks: Iterable[Rank]) -> list[Rank]:
     return [rank for rank in ranks if rank.state.alive and rank.state.phase in (STARTING, RUNNING)]
 
 
-def importing(frames: list[Frame]) -> bool:
-    """True when a stack stands in an import: a rank still starting (torch takes seconds), likely
-    to reach the same breakpoint by itself."""
-    return any(frame.file.startswith("<frozen importlib") for frame in frames)
+def still_starting(frames: list[Frame]) -> bool:
+    """True when a stack shows a rank still starting, likely to reach the same breakpoint by itself:
+    it stands in an import (torch takes seconds), or holds no frame of the user's code yet (ddptui's
+    and Python's start of the program; many ranks on few cores take seconds there too)."""
+    return any(frame.file.startswith("<frozen importlib") for frame in frames) or all(
+        is_library(frame.file) for frame in frames
+    )
 
 
 def in_collective(frames: list[Frame]) -> bool:
@@ -158,12 +162,20 @@ class AllStop:
         patient_until = time.monotonic() + STARTUP_WAIT
         try:
             waiting_for = self._others = [rank for rank in session.ranks if rank is not first]
+            counts = {rank.index: rank.paused_count for rank in session.ranks}
             while waiting_for:
                 await session.wait_until(lambda: not self._others or not first.state.at_prompt, GRACE)
-                late = running(waiting_for) if self._others else []
-                if not first.state.at_prompt or not late:
+                # a rank that stopped since has stopped: if it runs again, a command resumed it
+                late = (
+                    [r for r in running(waiting_for) if r.paused_count == counts[r.index]]
+                    if self._others
+                    else []
+                )
+                if not first.state.at_prompt or first.paused_count != counts[first.index] or not late:
                     break
-                waiting_for = self._others = await self._stop(late, done, time.monotonic() < patient_until)
+                waiting_for = self._others = await self._stop(
+                    late, done, time.monotonic() < patient_until, counts
+                )
             if done.interrupted or done.refused or done.blocked:
                 session.log(await self._said(first, done))
             # after the line: what is said of the waiting ranks (verdicts) follows its cause
@@ -171,7 +183,9 @@ class AllStop:
         finally:
             self._stopping, self._others = False, None
 
-    async def _stop(self, late: list[Rank], done: Outcome, patient: bool) -> list[Rank]:
+    async def _stop(
+        self, late: list[Rank], done: Outcome, patient: bool, counts: dict[int, int]
+    ) -> list[Rank]:
         """Place the ranks blocked in a collective, interrupt the others that run (unless `patient`
         and still starting: those are returned, to be looked at again) and wait until they stop."""
         session = self._session
@@ -180,10 +194,13 @@ class AllStop:
         for rank, frames in zip(late, stacks, strict=True):
             if in_collective(frames):
                 done.blocked[rank.index] = blocked_at(frames)
-            elif patient and (not rank.transport.linked or importing(frames)):
+            elif patient and (not rank.transport.linked or still_starting(frames)):
                 starting.append(rank)
             else:
                 asked.append(rank)
+        # the stacks take a while with many ranks: one that stopped meanwhile, or that a command
+        # resumed after it stopped, is not to be interrupted
+        asked = [rank for rank in running(asked) if rank.paused_count == counts[rank.index]]
         answers = await session.ask(Interrupt(), [rank.index for rank in asked]) if asked else {}
         interrupted = [rank for rank in asked if answers.get(rank.index) is True]
         done.interrupted += interrupted
