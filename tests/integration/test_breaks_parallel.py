@@ -24,3 +24,40 @@ def test_comparing_an_fsdp2_parameter_in_forward_leaves_the_training_step_intact
     assert "ddptui: all 2 ranks equal" in out, out
     assert summary(out) == {0: "exited 0", 1: "exited 0"}, out
     assert "rank 0 loss -78.6779" in out
+
+
+def test_all_stop_shows_a_rank_waiting_on_a_recvs_work_as_waiting_never_interrupts_it(
+    ddptui: Runner,
+) -> None:
+    """Rank 1 waits on an irecv's work (`work.wait()`, C code under the user's line) while rank 0
+    stops: it is waiting in that irecv, and once rank 0 sends, it runs on to its end."""
+    result = ddptui.batch(SCRIPTS / "breaks_p2p_wait.py", "c\n", nproc=2, stall=30)
+    out = result.stdout
+    at = where("send", "breaks_p2p_wait.py")
+    assert (
+        f"ddptui: all-stop: rank 0 stopped at {at} (breakpoint); rank 1 waiting in irecv (WORLD) for rank 0"
+        in (out)
+    ), out
+    assert "Program interrupted" not in out
+    assert "[rank 1] rank 1 got [1.0, 1.0, 1.0]" in out
+    assert summary(out) == {0: "exited 0", 1: "exited 0"}, out
+
+
+def test_a_break_in_a_pipeline_stages_forward_leaves_the_other_stage_waiting_in_its_recv(
+    ddptui: Runner,
+) -> None:
+    """At step 1 stage 0 stops in its forward while stage 1 waits in the schedule for its
+    activations: stage 1 is waiting in irecv, not interrupted; `c` takes each stage to the break
+    in turn, and the job ends."""
+    at = where("forward", "breaks_pipeline.py")
+    result = ddptui.batch(
+        SCRIPTS / "breaks_pipeline.py", "c\nc\nc\nc\nc\n", "--break", f"{at},step == 1", nproc=2, stall=30
+    )
+    out = result.stdout
+    assert (
+        f"ddptui: all-stop: rank 0 stopped at {at} (breakpoint); rank 1 waiting in irecv (WORLD) for rank 0"
+        in (out)
+    ), out
+    assert "Program interrupted" not in out
+    assert "[rank 1] rank 1 step 2 losses [1.1764, 1.1764]" in out
+    assert summary(out) == {0: "exited 0", 1: "exited 0"}, out

@@ -7,10 +7,11 @@ brings the ranks back to their prompts one by one, and none of them is interrupt
 
 The other ranks get `GRACE` seconds to stop on their own (a `c` sent to every rank brings each
 to the same breakpoint, a little apart). Then each rank still running is looked at: one blocked
-in a collective or in the rendezvous (which cannot complete while the stopped rank is away) is
-marked `waiting` there at once, without waiting for the stall timeout; one still importing (its
-start, which takes seconds with torch) gets the grace again, up to `STARTUP_WAIT`, as it is likely
-on its way to the same breakpoint; any other is interrupted and stops at its next line of the
+in a collective, in the rendezvous or on a point-to-point op's work (a pipeline stage waiting for
+its activations; none can complete while the stopped rank is away) is marked `waiting` there at
+once, without waiting for the stall timeout; one still importing (its start, which takes
+seconds with torch) gets the grace again, up to `STARTUP_WAIT`, as it is likely on its way to
+the same breakpoint; any other is interrupted and stops at its next line of the
 user's code (the `interrupt` request, as `:interrupt` sends).
 What happened is said once, the rank that stopped first and why at its head:
 `all-stop: rank 2 stopped at train.py:19 (breakpoint); ranks 0-1,3 stopped at their next line`.
@@ -47,6 +48,9 @@ STOPS = ("breakpoint", "post-mortem")
 """The `Paused.why` of a rank that stops on its own (an interrupt or a step's end does not count)."""
 WAITING_FILES = ("distributed_c10d.py", "rendezvous.py")
 """Where a rank waits for the others: torch's collectives and its rendezvous."""
+WORK_RECORDS = 16
+"""A rank's newest records looked at for a point-to-point op waited on (a pipeline step issues
+a few at once, then waits on each)."""
 
 
 class Stopping(Protocol):
@@ -87,6 +91,18 @@ def in_collective(frames: list[Frame]) -> bool:
     where, _ = blocked_at(frames)
     inner = frames[: frames.index(where)] if where is not None else frames
     return any(frame.file.endswith(WAITING_FILES) for frame in inner)
+
+
+def waited_op(records: object) -> str | None:
+    """The point-to-point op (`irecv`) a rank's records say it waits on now: one whose work's
+    `wait()` has not returned (`started`, said by ddptui's own wrapper), else None. Its stack
+    cannot say so: under the user's frame stands a schedule's own function, then C code."""
+    if not isinstance(records, list):
+        return None
+    for record in reversed(records):
+        if record.get("p2p") and record.get("source") == "wrappers" and record.get("state") == "started":
+            return str(record.get("op"))
+    return None
 
 
 async def blocked_ranks(ranks: list[Rank]) -> dict[int, tuple[Frame | None, str | None]]:
@@ -176,10 +192,17 @@ class AllStop:
         and still starting: those are returned, to be looked at again) and wait until they stop."""
         session = self._session
         stacks = await asyncio.gather(*(main_stack(rank) for rank in late))
+        elsewhere = [
+            rank.index for rank, frames in zip(late, stacks, strict=True) if not in_collective(frames)
+        ]
+        records = await session.ask(Collectives(last=WORK_RECORDS), elsewhere, 1.0) if elsewhere else {}
         starting, asked = [], []
         for rank, frames in zip(late, stacks, strict=True):
+            op = waited_op(records.get(rank.index))
             if in_collective(frames):
                 done.blocked[rank.index] = blocked_at(frames)
+            elif op is not None:
+                done.blocked[rank.index] = (blocked_at(frames)[0], op)
             elif patient and (not rank.transport.linked or importing(frames)):
                 starting.append(rank)
             else:
