@@ -61,3 +61,21 @@ def test_a_break_in_a_pipeline_stages_forward_leaves_the_other_stage_waiting_in_
     assert "Program interrupted" not in out
     assert "[rank 1] rank 1 step 2 losses [1.1764, 1.1764]" in out
     assert summary(out) == {0: "exited 0", 1: "exited 0"}, out
+
+
+def test_a_break_on_one_rank_in_a_tp_forward_leaves_the_other_waiting_in_the_all_reduce(
+    ddptui: Runner,
+) -> None:
+    """`--break FILE:LINE,dist.get_rank() == 1` before the Rowwise layer: rank 0 runs on into its
+    all-reduce (a functional collective, waited on in `wait_tensor`) and is shown waiting there,
+    not interrupted; each `c` of rank 1 takes both through a step, rank 0 waiting again at once (not
+    after the stall timeout), and the job ends."""
+    at = where("down", "breaks_tp.py")
+    result = ddptui.batch(
+        SCRIPTS / "breaks_tp.py", "c\nc\nc\nc\n", "--break", f"{at},dist.get_rank() == 1", nproc=2, stall=30
+    )
+    out = result.stdout
+    said = f"all-stop: rank 1 stopped at {at} (breakpoint); rank 0 waiting in wait_tensor (WORLD) for rank 1"
+    assert out.count(said) == 3, out  # at every step: released by rank 1's `c`, rank 0 waits again
+    assert "Program interrupted" not in out
+    assert summary(out) == {0: "exited 0", 1: "exited 0"}, out

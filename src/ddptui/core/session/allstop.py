@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from ddptui.core.model.stacks import blocked_at
-from ddptui.core.model.state import PAUSED, RUNNING, STARTING, Frame, RankState
+from ddptui.core.model.state import PAUSED, RUNNING, STARTING, WAITING, Frame, RankState
 from ddptui.core.model.targets import by_words, name_ranks
 from ddptui.core.model.topology import Topology
 from ddptui.core.session.rank import Rank
@@ -46,8 +46,9 @@ STOP_WAIT = 5.0
 """Seconds the interrupted ranks get to open their prompts before what happened is said."""
 STOPS = ("breakpoint", "post-mortem")
 """The `Paused.why` of a rank that stops on its own (an interrupt or a step's end does not count)."""
-WAITING_FILES = ("distributed_c10d.py", "rendezvous.py")
-"""Where a rank waits for the others: torch's collectives and its rendezvous."""
+WAITING_FILES = ("distributed_c10d.py", "_functional_collectives.py", "rendezvous.py")
+"""Where a rank waits for the others: torch's collectives (the functional ones too, which DTensor
+and tensor parallel wait on in `wait_tensor`) and its rendezvous."""
 WORK_RECORDS = 16
 """A rank's newest records looked at for a point-to-point op waited on (a pipeline step issues
 a few at once, then waits on each)."""
@@ -148,6 +149,11 @@ class AllStop:
         self._others: list[Rank] | None = None
         """During the grace, the ranks it waits for; emptied the moment none of them runs (a
         broadcast may set them running again before the waiting coroutine looks)."""
+        self._holding: tuple[Rank, int] | None = None
+        """The rank last stopped on its own and the `paused_count` of that stop, while it may hold
+        the others: a rank released from its wait meanwhile is stopped again."""
+        self._waiting: set[int] = set()
+        """The ranks last seen waiting."""
 
     def on_state(self, index: int, state: RankState) -> None:
         """A rank's state changed: when a breakpoint or a crash opened its prompt while other ranks
@@ -155,13 +161,33 @@ class AllStop:
         if self._others and not running(self._others):
             self._others = []
         if state.phase is not PAUSED:
+            self._released(index, state)
             return
+        self._waiting.discard(index)
         ranks = self._session.ranks
         first = ranks[index]
         if first.why not in STOPS or self._seen.get(index) == first.paused_count:
             return  # a step's end (no `why`), or the same stop told again (its state changed)
         self._seen[index] = first.paused_count
+        self._holding = (first, first.paused_count)
         if not (self._stopping or state.ended_by_ddptui) and running(r for r in ranks if r is not first):
+            self._stopping = True
+            self._spawn(self._stop_others(first))
+
+    def _released(self, index: int, state: RankState) -> None:
+        """A rank that waited runs again: when the rank last stopped on its own still stands at that
+        stop (a `c` sent to it alone took it through the collective the others waited in, to its
+        breakpoint again), the released rank runs beside a stopped one: stop it too."""
+        waited = index in self._waiting
+        if state.phase is WAITING:
+            self._waiting.add(index)
+            return
+        self._waiting.discard(index)
+        holding = self._holding
+        if not waited or state.phase is not RUNNING or holding is None or self._stopping:
+            return
+        first, count = holding
+        if first.index != index and first.state.at_prompt and first.paused_count == count:
             self._stopping = True
             self._spawn(self._stop_others(first))
 
