@@ -79,3 +79,29 @@ def test_a_break_on_one_rank_in_a_tp_forward_leaves_the_other_waiting_in_the_all
     assert out.count(said) == 3, out  # at every step: released by rank 1's `c`, rank 0 waits again
     assert "Program interrupted" not in out
     assert summary(out) == {0: "exited 0", 1: "exited 0"}, out
+
+
+def test_an_until_whose_expr_issues_a_collective_some_ranks_skip_raises_and_never_hangs(
+    ddptui: Runner,
+) -> None:
+    """Rank 1 stops in `forward` (`--break FILE:LINE,dist.get_rank() == 1`), rank 0 waits in the
+    all-reduce: `full_tensor()` all-gathers across tp, and evaluated by rank 1 alone it would wait
+    for rank 0 forever. It raises on rank 1 before the all-gather instead and says why (`:until`
+    stops, `:compare` says so), and the job goes on. Evaluated by both ranks together, it runs."""
+    at = where("forward", "breaks_tp.py")
+    expr = "bool(self.up.weight.full_tensor().isnan().any())"
+    total = ":compare self.up.weight.full_tensor().sum()\n"
+    commands = f":until {expr}\n{total}" + "c\n" * 4
+    result = ddptui.batch(
+        SCRIPTS / "breaks_tp.py", commands, "--break", f"{at},dist.get_rank() == 1", nproc=2, stall=30
+    )
+    out = result.stdout
+    assert "still running" not in out, out
+    unpaired = "not run: all_gather_into_tensor on group [0,1] waits for rank 0, which does not evaluate it"
+    assert f"{expr} raised on rank 1 (from stop 0): Unpaired: {unpaired}" in out, out
+    assert f":until {expr} stopped: rank 0 waiting at tests/scripts/breaks_tp.py:" in out
+    assert f"ddptui: ≠ rank 1  │ raised Unpaired: {unpaired}" in out
+    assert summary(out) == {0: "exited 0", 1: "exited 0"}, out
+    together = ddptui.batch(SCRIPTS / "breaks_tp.py", f"{total}:until {expr}\n", "--break", at, nproc=2)
+    assert "ddptui: all 2 ranks equal" in together.stdout, together.stdout
+    assert f":until {expr} stopped at stop 3: ranks 0-1 exited 0" in together.stdout
