@@ -105,3 +105,13 @@ def test_an_until_whose_expr_issues_a_collective_some_ranks_skip_raises_and_neve
     together = ddptui.batch(SCRIPTS / "breaks_tp.py", f"{total}:until {expr}\n", "--break", at, nproc=2)
     assert "ddptui: all 2 ranks equal" in together.stdout, together.stdout
     assert f":until {expr} stopped at stop 3: ranks 0-1 exited 0" in together.stdout
+
+
+def test_an_until_whose_continue_is_held_counts_no_stop(ddptui: Runner) -> None:
+    """An EXPR still running on every rank past its 5 s holds their `c`: the hunt made no continue,
+    so it says it stopped before stop 1, not at it."""
+    expr = '__import__("os").system("sleep 6") == 1'
+    result = ddptui.batch(SCRIPTS / "steps.py", f":until {expr}\n", nproc=2)
+    out = result.stdout
+    assert f"ddptui: :until {expr} stopped\n" in out, out
+    assert f"ddptui: c not sent to ranks 0-1: its evaluation of {expr} still runs; !c sends anyway" in out
