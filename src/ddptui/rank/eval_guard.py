@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 from collections.abc import Iterator
 
 from ddptui.rank import until_points
@@ -28,9 +29,14 @@ class Unpaired(RuntimeError):
 def guarded(peers: tuple[int, ...]) -> Iterator[None]:
     """While the body runs, a collective whose group holds a rank not among `peers` (the ranks
     evaluating the same expression now) raises `Unpaired`. Nothing is armed when every rank of
-    the job evaluates, when `peers` is not known (empty), or while `:until-collective` has the
-    points."""
-    if not _needed(peers) or until_points.armed():
+    the job evaluates, when `peers` is not known (empty), while `:until-collective` has the
+    points, or off the main thread: the points see the main thread's calls only, and there the
+    program may be running beside the evaluation (its collectives are not the expression's)."""
+    if (
+        not _needed(peers)
+        or until_points.armed()
+        or threading.current_thread() is not threading.main_thread()
+    ):
         yield
         return
     evaluating = frozenset(peers)
