@@ -32,7 +32,7 @@ from ddptui.core.model.state import PAUSED, RUNNING, STARTING, WAITING, Frame, R
 from ddptui.core.model.targets import by_words, name_ranks
 from ddptui.core.model.topology import Topology
 from ddptui.core.session.rank import Rank
-from ddptui.core.session.stalls import main_stack
+from ddptui.core.session.stalls import WORK_RECORDS, main_stack, waited_op
 from ddptui.core.transport.interface import RequestError
 from ddptui.rank.asks import Ask, Collectives, Interrupt
 
@@ -49,9 +49,6 @@ STOPS = ("breakpoint", "post-mortem")
 WAITING_FILES = ("distributed_c10d.py", "_functional_collectives.py", "rendezvous.py")
 """Where a rank waits for the others: torch's collectives (the functional ones too, which DTensor
 and tensor parallel wait on in `wait_tensor`) and its rendezvous."""
-WORK_RECORDS = 16
-"""A rank's newest records looked at for a point-to-point op waited on (a pipeline step issues
-a few at once, then waits on each)."""
 
 
 class Stopping(Protocol):
@@ -92,18 +89,6 @@ def in_collective(frames: list[Frame]) -> bool:
     where, _ = blocked_at(frames)
     inner = frames[: frames.index(where)] if where is not None else frames
     return any(frame.file.endswith(WAITING_FILES) for frame in inner)
-
-
-def waited_op(records: object) -> str | None:
-    """The point-to-point op (`irecv`) a rank's records say it waits on now: one whose work's
-    `wait()` has not returned (`started`, said by ddptui's own wrapper), else None. Its stack
-    cannot say so: under the user's frame stands a schedule's own function, then C code."""
-    if not isinstance(records, list):
-        return None
-    for record in reversed(records):
-        if record.get("p2p") and record.get("source") == "wrappers" and record.get("state") == "started":
-            return str(record.get("op"))
-    return None
 
 
 async def blocked_ranks(ranks: list[Rank]) -> dict[int, tuple[Frame | None, str | None]]:
