@@ -152,6 +152,16 @@ def test_non_contiguous_tensors_are_hashed_in_logical_order() -> None:
     assert roundtrip(matrix.T)["key"] != roundtrip(matrix.T.flip(0))["key"]
 
 
+def test_a_summarised_tensor_can_still_free_its_storage() -> None:
+    """FSDP2 frees an unsharded parameter after each forward by resizing its storage to 0 bytes;
+    a summary taken meanwhile (`:compare` at a breakpoint in `forward`) must leave that possible."""
+    torch = pytest.importorskip("torch")
+    for tensor in (torch.nn.Parameter(torch.randn(16, 4)), torch.randn(20_000_000)):  # whole; sampled
+        assert roundtrip(tensor)["tensor"]["hash"]
+        tensor.untyped_storage().resize_(0)
+        assert tensor.untyped_storage().nbytes() == 0
+
+
 def test_tensors_inside_containers_are_keyed_by_content() -> None:
     torch = pytest.importorskip("torch")
     weights = [torch.zeros(2000), torch.ones(3)]

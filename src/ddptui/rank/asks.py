@@ -157,6 +157,9 @@ class Eval(Ask[Summary]):
     expr: str
     frame: int | None = None
     truth: bool = False
+    peers: tuple[int, ...] = ()
+    """The ranks asked to evaluate it together: a collective it issues whose group holds another
+    rank raises instead of waiting for it (`ddptui.rank.eval_guard`); empty: not known."""
 
 
 @dataclass(frozen=True)

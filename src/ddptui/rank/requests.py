@@ -21,7 +21,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from ddptui.rank import breaks, ddp, debugger, progress, replicas, timeouts, topology, until
+from ddptui.rank import breaks, ddp, debugger, eval_guard, progress, replicas, timeouts, topology, until
 from ddptui.rank.asks import (
     Ask,
     Breaks,
@@ -133,9 +133,10 @@ def evaluate(ask: Eval) -> Summary:
     frame = frames[index]
     pdb = debugger.active
     scope = pdb.curframe_locals if pdb is not None and frame is pdb.curframe else frame.f_locals
-    value = eval(compile(ask.expr, "<ddptui>", "eval"), frame.f_globals, scope)
-    if ask.truth:  # the rank's own bool(): a tensor's, a numpy array's, a user class's __bool__
-        value = bool(value)
+    with eval_guard.guarded(ask.peers):
+        value = eval(compile(ask.expr, "<ddptui>", "eval"), frame.f_globals, scope)
+        if ask.truth:  # the rank's own bool(): a tensor's, a numpy array's, a user class's __bool__
+            value = bool(value)
     result = summarize(value)
     result["frame"] = location(frame).to_json()
     return result

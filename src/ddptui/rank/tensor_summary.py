@@ -326,22 +326,33 @@ def tensor_hash(flat: Any, extra: bytes, limit: int = EXACT_HASH_ELEMENTS) -> tu
     return digest.hexdigest(), True
 
 
+HASH_CHUNK = 1 << 22
+"""Bytes copied out at a time to be hashed (4 MiB)."""
+
+
 def _hash_bytes(digest: Any, tensor: Any) -> None:
     """Feed a tensor's bytes to `digest`.
 
-    The bytes are viewed as uint8 and handed over as a NumPy buffer (no copy, any dtype); without
-    NumPy, as a weighted sum of the bytes' int64 words (`_word_digest`). No raw pointer is read.
+    The bytes are viewed as uint8, copied `HASH_CHUNK` at a time into a buffer of this function's
+    own and handed over as its NumPy view (any dtype): a NumPy view of the tensor's own storage
+    would make that storage never resizable again (FSDP2 frees an unsharded parameter by resizing
+    its storage to 0 bytes after the forward). Without NumPy, as a weighted sum of the bytes'
+    int64 words (`_word_digest`). No raw pointer is read.
     """
     torch: Any = sys.modules["torch"]
     raw = tensor.contiguous().cpu().reshape(-1).view(torch.uint8)
     if raw.numel() == 0:
         return
+    chunk = raw.new_empty(min(raw.numel(), HASH_CHUNK))  # ours: its NumPy view harms nobody
     try:
-        buffer = raw.numpy()
+        view = chunk.numpy()
     except (RuntimeError, TypeError):
         digest.update(_word_digest(raw, torch))
         return
-    digest.update(buffer)
+    for start in range(0, raw.numel(), HASH_CHUNK):
+        part = raw[start : start + HASH_CHUNK]
+        chunk[: part.numel()].copy_(part)
+        digest.update(view[: part.numel()])
 
 
 WORD_CHUNK = 1 << 20

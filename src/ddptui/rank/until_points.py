@@ -93,6 +93,11 @@ def install(hook: Hook) -> bool:
     return True
 
 
+def armed() -> bool:
+    """Whether a wrapper stands anywhere (`install` ran since the last `uninstall`)."""
+    return bool(_Points.methods or _Points.ops or _Points.backward is not None)
+
+
 def uninstall() -> None:
     """Put torch's own objects back wherever a wrapper still stands."""
     group_class = getattr(sys.modules.get(C10D), "ProcessGroup", None)

@@ -88,6 +88,8 @@ class Hunt:
         if blocked is not None:
             return blocked
         sent = await ctx.session.broadcast("c")
+        if not sent.replies:  # held or skipped on every rank: no continue was made
+            return Result((f"{self.command} stopped{self._after()}", *sending_lines(sent)), error=True)
         self.stops += 1
         for told in ctx.on_stop:
             told(sent)

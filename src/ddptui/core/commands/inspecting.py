@@ -41,7 +41,9 @@ async def evaluate(
             answers[rank.index] = f"not at a prompt ({rank.state.describe()})"
     asked = {index: session.ranks[index].paused_count for index in paused}
     lockstep = session.lockstep
-    for index, reply in (await session.ask(Eval(expr, truth=truth), paused, EVAL_TIMEOUT)).items():
+    for index, reply in (
+        await session.ask(Eval(expr, truth=truth, peers=tuple(paused)), paused, EVAL_TIMEOUT)
+    ).items():
         if not isinstance(reply, RequestError):
             answers[index] = reply
             lockstep.unhold([index])

@@ -23,6 +23,8 @@ _THREAD = re.compile(r"^(Current thread|Thread) 0x[0-9a-f]+")
 _DDPTUI_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _DEBUGGER_FILES = ("/bdb.py", "/pdb.py", "/cmd.py")
 """A rank busy inside a debugger command waits in the debugger's frames, which are never the callee."""
+_COLLECTIVE_FILES = ("distributed_c10d.py", "_functional_collectives.py")
+"""torch's collectives: the one blocked in is named by its own function there."""
 _WRAPPERS = {"wrapper", "inner", "_fn", "decorate_context", "_wrapped_call_impl", "_call_impl"}
 
 
@@ -60,9 +62,10 @@ def joining_store(frames: list[Frame]) -> bool:
 
 
 def callee_name(callees: list[Frame]) -> str | None:
-    """Name the call a user frame is blocked in: the collective itself, not a decorator around it."""
+    """Name the call a user frame is blocked in: the collective itself, not a decorator around it
+    (a functional collective, as DTensor's: `wait_tensor`, not the dispatch that led to it)."""
     for frame in callees:
-        if frame.file.endswith("distributed_c10d.py") and frame.func not in _WRAPPERS:
+        if frame.file.endswith(_COLLECTIVE_FILES) and frame.func not in _WRAPPERS:
             return frame.func
     ours = [frame for frame in callees if not frame.file.endswith(_DEBUGGER_FILES)]
     for frame in reversed(ours):

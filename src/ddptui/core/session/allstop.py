@@ -7,11 +7,12 @@ brings the ranks back to their prompts one by one, and none of them is interrupt
 
 The other ranks get `GRACE` seconds to stop on their own (a `c` sent to every rank brings each
 to the same breakpoint, a little apart). Then each rank still running is looked at: one blocked
-in a collective or in the rendezvous (which cannot complete while the stopped rank is away) is
-marked `waiting` there at once, without waiting for the stall timeout; one still starting (in an
-import, or not yet in the user's code: seconds with torch, or with many ranks on few cores) gets
-the grace again, up to `STARTUP_WAIT`, as it is likely on its way to the same breakpoint; any
-other is interrupted and stops at its next line of the
+in a collective, in the rendezvous or on a point-to-point op's work (a pipeline stage waiting for
+its activations; none can complete while the stopped rank is away) is marked `waiting` there at
+once, without waiting for the stall timeout; one still starting (in an import, or not yet in the
+user's code: seconds with torch, or with many ranks on few cores) gets the grace again, up to
+`STARTUP_WAIT`, as it is likely on its way to the same breakpoint; any other is interrupted and
+stops at its next line of the
 user's code (the `interrupt` request, as `:interrupt` sends).
 What happened is said once, the rank that stopped first and why at its head:
 `all-stop: rank 2 stopped at train.py:19 (breakpoint); ranks 0-1,3 stopped at their next line`.
@@ -28,11 +29,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from ddptui.core.model.stacks import blocked_at, is_library
-from ddptui.core.model.state import PAUSED, RUNNING, STARTING, Frame, RankState
+from ddptui.core.model.state import PAUSED, RUNNING, STARTING, WAITING, Frame, RankState
 from ddptui.core.model.targets import by_words, name_ranks
 from ddptui.core.model.topology import Topology
 from ddptui.core.session.rank import Rank
-from ddptui.core.session.stalls import main_stack
+from ddptui.core.session.stalls import WORK_RECORDS, main_stack, waited_op
 from ddptui.core.transport.interface import RequestError
 from ddptui.rank.asks import Ask, Collectives, Interrupt
 
@@ -41,13 +42,14 @@ R = TypeVar("R")
 GRACE = 1.0
 """Seconds the other ranks get to stop on their own before they are stopped."""
 STARTUP_WAIT = 30.0
-"""Seconds a rank still importing is given to stop by itself before it is interrupted there."""
+"""Seconds a rank still starting is given to stop by itself before it is interrupted there."""
 STOP_WAIT = 5.0
 """Seconds the interrupted ranks get to open their prompts before what happened is said."""
 STOPS = ("breakpoint", "post-mortem")
 """The `Paused.why` of a rank that stops on its own (an interrupt or a step's end does not count)."""
-WAITING_FILES = ("distributed_c10d.py", "rendezvous.py")
-"""Where a rank waits for the others: torch's collectives and its rendezvous."""
+WAITING_FILES = ("distributed_c10d.py", "_functional_collectives.py", "rendezvous.py")
+"""Where a rank waits for the others: torch's collectives (the functional ones too, which DTensor
+and tensor parallel wait on in `wait_tensor`) and its rendezvous."""
 
 
 class Stopping(Protocol):
@@ -136,6 +138,11 @@ class AllStop:
         self._others: list[Rank] | None = None
         """During the grace, the ranks it waits for; emptied the moment none of them runs (a
         broadcast may set them running again before the waiting coroutine looks)."""
+        self._holding: tuple[Rank, int] | None = None
+        """The rank last stopped on its own and the `paused_count` of that stop, while it may hold
+        the others: a rank released from its wait meanwhile is stopped again."""
+        self._waiting: set[int] = set()
+        """The ranks last seen waiting."""
 
     def on_state(self, index: int, state: RankState) -> None:
         """A rank's state changed: when a breakpoint or a crash opened its prompt while other ranks
@@ -143,19 +150,39 @@ class AllStop:
         if self._others and not running(self._others):
             self._others = []
         if state.phase is not PAUSED:
+            self._released(index, state)
             return
+        self._waiting.discard(index)
         ranks = self._session.ranks
         first = ranks[index]
         if first.why not in STOPS or self._seen.get(index) == first.paused_count:
             return  # a step's end (no `why`), or the same stop told again (its state changed)
         self._seen[index] = first.paused_count
+        self._holding = (first, first.paused_count)
         if not (self._stopping or state.ended_by_ddptui) and running(r for r in ranks if r is not first):
+            self._stopping = True
+            self._spawn(self._stop_others(first))
+
+    def _released(self, index: int, state: RankState) -> None:
+        """A rank that waited runs again: when the rank last stopped on its own still stands at that
+        stop (a `c` sent to it alone took it through the collective the others waited in, to its
+        breakpoint again), the released rank runs beside a stopped one: stop it too."""
+        waited = index in self._waiting
+        if state.phase is WAITING:
+            self._waiting.add(index)
+            return
+        self._waiting.discard(index)
+        holding = self._holding
+        if not waited or state.phase is not RUNNING or holding is None or self._stopping:
+            return
+        first, count = holding
+        if first.index != index and first.state.at_prompt and first.paused_count == count:
             self._stopping = True
             self._spawn(self._stop_others(first))
 
     async def _stop_others(self, first: Rank) -> None:
         """Give the others `GRACE` to stop on their own, then stop or place each one still running,
-        unless `first` left its prompt meanwhile (the user resumed it); a rank still importing
+        unless `first` left its prompt meanwhile (the user resumed it); a rank still starting
         gets the grace again, up to `STARTUP_WAIT`. Say what was done, once."""
         session = self._session
         done = Outcome()
@@ -190,10 +217,17 @@ class AllStop:
         and still starting: those are returned, to be looked at again) and wait until they stop."""
         session = self._session
         stacks = await asyncio.gather(*(main_stack(rank) for rank in late))
+        elsewhere = [
+            rank.index for rank, frames in zip(late, stacks, strict=True) if not in_collective(frames)
+        ]
+        records = await session.ask(Collectives(last=WORK_RECORDS), elsewhere, 1.0) if elsewhere else {}
         starting, asked = [], []
         for rank, frames in zip(late, stacks, strict=True):
+            op = waited_op(records.get(rank.index))
             if in_collective(frames):
                 done.blocked[rank.index] = blocked_at(frames)
+            elif op is not None:
+                done.blocked[rank.index] = (blocked_at(frames)[0], op)
             elif patient and (not rank.transport.linked or still_starting(frames)):
                 starting.append(rank)
             else:

@@ -29,7 +29,7 @@ from ddptui.core.model.state import Frame, Phase
 from ddptui.core.session.rank import Rank
 from ddptui.core.transport.interface import RequestError
 from ddptui.core.transport.launch import listening
-from ddptui.rank.asks import Progress, Stack, Store
+from ddptui.rank.asks import Collectives, Progress, Stack, Store
 
 IDLE_WINDOW = 0.5
 """Seconds of CPU accounting behind an idle/busy verdict."""
@@ -52,6 +52,35 @@ async def main_stack(rank: Rank) -> list[Frame]:
         if thread.main:
             return list(reversed(thread.frames))
     return main_thread(parse_threads(await transport.stack_dump()))
+
+
+WORK_RECORDS = 16
+"""A rank's newest records looked at for a point-to-point op waited on (a pipeline step issues
+a few at once, then waits on each)."""
+COLLECTIVE_FILES = ("distributed_c10d.py", "_functional_collectives.py")
+"""Where a stack names the collective a rank waits in by itself."""
+
+
+def waited_op(records: object) -> str | None:
+    """The point-to-point op (`irecv`) a rank's records say it waits on now: one whose work's
+    `wait()` has not returned (`started`, said by ddptui's own wrapper), else None. Its stack
+    cannot say so: under the user's frame stands a schedule's own function, then C code."""
+    if not isinstance(records, list):
+        return None
+    for record in reversed(records):
+        if record.get("p2p") and record.get("source") == "wrappers" and record.get("state") == "started":
+            return str(record.get("op"))
+    return None
+
+
+async def op_waited_on(rank: Rank) -> str | None:
+    """The point-to-point op a rank waits on now, as its records say (`waited_op`); None when
+    it waits on none, or cannot say."""
+    try:
+        records = await rank.transport.request(Collectives(last=WORK_RECORDS), 0.5)
+    except RequestError:
+        return None
+    return waited_op(records)
 
 
 async def collective_progress(rank: Rank) -> int | None:
@@ -180,6 +209,9 @@ class StallWatch:
                 if rank.state.phase is Phase.WAITING:
                     rank.resumed()  # still joining: looked at again a stall timeout later
                 return
-            rank.stalled(*blocked_at(frames))
+            where, callee = blocked_at(frames)
+            if rank.transport.linked and not any(f.file.endswith(COLLECTIVE_FILES) for f in frames):
+                callee = await op_waited_on(rank) or callee  # `irecv`, not the schedule's `step`
+            rank.stalled(where, callee)
         finally:
             self._dumping.discard(rank.index)
