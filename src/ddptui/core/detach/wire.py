@@ -12,8 +12,11 @@ is sent `Ended` with the summary.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar
+
+from ddptui.rank import typed_json
+from ddptui.rank.protocol import ProtocolError
 
 VERSION = 1
 """Bumped on any incompatible change of a message."""
@@ -32,10 +35,7 @@ class Message:
 
     def encode(self) -> bytes:
         """One JSON line."""
-        body: dict[str, Any] = {"k": self.KIND}
-        for item in fields(self):  # type: ignore[arg-type]
-            value = getattr(self, item.name)
-            body[item.name] = list(value) if isinstance(value, tuple) else value
+        body: dict[str, Any] = {"k": self.KIND, **typed_json.write(self)}
         return json.dumps(body, separators=(",", ":")).encode() + b"\n"
 
 
@@ -130,11 +130,6 @@ KINDS: dict[str, type[Message]] = {
     kind.KIND: kind
     for kind in (Hello, Line, Status, Kill, Bye, Welcome, Refused, Output, Done, Report, Ended)
 }
-_CHECKS: dict[str, Any] = {
-    "str": lambda v: isinstance(v, str),
-    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "tuple[str, ...]": lambda v: isinstance(v, list) and all(isinstance(s, str) for s in v),
-}
 
 
 def decode(line: bytes) -> Message:
@@ -145,11 +140,8 @@ def decode(line: bytes) -> Message:
         raise WireError(f"not JSON: {exc}") from None
     if not isinstance(body, dict) or body.get("k") not in KINDS:
         raise WireError("not a message of this protocol")
-    kind = KINDS[body["k"]]
-    values: dict[str, Any] = {}
-    for item in fields(kind):  # type: ignore[arg-type]
-        value = body.get(item.name)
-        if not _CHECKS[str(item.type)](value):
-            raise WireError(f"{kind.KIND}: bad {item.name}")
-        values[item.name] = tuple(value) if isinstance(value, list) else value
-    return kind(**values)
+    kind = KINDS[body.pop("k")]
+    try:
+        return typed_json.read_object(kind, body, kind.KIND)  # type: ignore[no-any-return]
+    except ProtocolError as exc:
+        raise WireError(str(exc)) from None
