@@ -169,3 +169,11 @@ def test_a_bad_max_stops_option_is_one_line_and_status_2(ddptui: Runner) -> None
     assert result.returncode == 2
     assert result.stderr == "ddptui: error: --max-stops must be 1 or more stops, not 0\n"
     assert result.stdout == ""
+
+
+def test_a_first_continue_that_meets_no_breakpoint_says_where_to_set_one(ddptui: Runner) -> None:
+    result = ddptui.batch(SCRIPTS / "steps.py", ":until value > 100\n")
+    assert said(result.stdout) == [
+        ":until value > 100 stopped at stop 1: ranks 0-1 exited 0 (EXPR is looked at where a c stops, "
+        "and the first c met no breakpoint: set one on the way, --break FILE:LINE or b FILE:LINE)"
+    ], result.stdout

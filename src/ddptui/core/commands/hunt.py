@@ -28,6 +28,13 @@ Check = Callable[[Mapping[int, Answer], int, str], Result | None]
 the result that ends the hunt, or None to go on."""
 
 
+NO_STOP_ON_THE_WAY = (
+    " (EXPR is looked at where a c stops, and the first c met no breakpoint: "
+    "set one on the way, --break FILE:LINE or b FILE:LINE)"
+)
+"""Said when every rank ran to its end at the first continue: there was nowhere to look at EXPR."""
+
+
 @dataclass
 class Hunt:
     """One `:until` or `:until-diverge`: what it evaluates, how it judges, how far it may go."""
@@ -99,8 +106,10 @@ class Hunt:
         gone = [(a.rank, a.state.describe()) for a in sent.replies if not _can_go_on(ctx, a.rank)]
         if gone:  # those first, then where the others stand
             rest = [(a.rank, a.state.describe()) for a in sent.replies if _can_go_on(ctx, a.rank)]
+            ended = all(a.state.exit_code is not None for a in sent.replies)
+            hint = NO_STOP_ON_THE_WAY if ended and self.stops == 1 else ""
             return Result(
-                (f"{self.command} stopped at stop {self.stops}: {_said([*gone, *rest])}",), error=True
+                (f"{self.command} stopped at stop {self.stops}: {_said([*gone, *rest])}{hint}",), error=True
             )
         return await self._look(ctx)
 
