@@ -242,9 +242,11 @@ def test_identical_answers_are_printed_once_unless_no_collapse(ddptui: Runner) -
 
 
 def test_waiting_ranks_are_placed_again_after_a_step(ddptui: Runner) -> None:
-    # the sleep gives ranks 0 and 2 time to leave the barrier (rank 1 may pause again before they do)
+    # the sleep gives ranks 0 and 2 time to leave the barrier (rank 1 may pause again before they do);
+    # --non-stop: the subject is where the stall watch places them, not all-stop (which, on a loaded
+    # machine, may interrupt them between the barrier and the all_reduce)
     commands = ":state\n@1 c\n@1 !__import__('time').sleep(1)\n:state\nc\n"
-    result = ddptui.batch(SCRIPTS / "dist_breakpoint_rank1.py", commands, nproc=3, stall=2)
+    result = ddptui.batch(SCRIPTS / "dist_breakpoint_rank1.py", commands, "--non-stop", nproc=3, stall=2)
     before = result.stdout.split("(ddptui) :state\n")[1].split("(ddptui)")[0]
     after = result.stdout.split("(ddptui) :state\n")[2].split("(ddptui)")[0]
     assert "rank 0: waiting at tests/scripts/dist_breakpoint_rank1.py:9 in barrier" in before
