@@ -128,3 +128,14 @@ def test_batch_stops_every_rank_and_non_stop_lets_them_run_on(ddptui: Runner) ->
     states = summary(running_on.stdout)
     assert states[2] == f"paused at {LOOP}:16 (ended by ddptui)", running_on.stdout
     assert [states[rank] for rank in (0, 1, 3)] == ["exited 0"] * 3, running_on.stdout
+
+
+async def test_ranks_still_arriving_at_the_breakpoint_are_waited_for_not_interrupted() -> None:
+    """Rank R reaches the breakpoint 0.6*R s after rank 0 (beyond one grace for ranks 2 and 3):
+    as long as ranks keep arriving, all-stop waits for the rest; each stops at the breakpoint."""
+    script = "tests/scripts/staggered_breakpoint.py"
+    async with running_session(SCRIPTS / "staggered_breakpoint.py", nproc=4, stall_timeout=30) as session:
+        assert await session.wait_until(lambda: all(r.state.at_prompt for r in session.ranks), 30)
+        assert [str(r.state.location) for r in session.ranks] == [f"{script}:12"] * 4
+        assert not any(interrupted(rank) for rank in session.ranks)
+        assert all_stops(session) == []

@@ -6,14 +6,15 @@ a step ddptui sent, an interrupt, and `:until-collective`'s stop do not count: a
 brings the ranks back to their prompts one by one, and none of them is interrupted for it.
 
 The other ranks get `GRACE` seconds to stop on their own (a `c` sent to every rank brings each
-to the same breakpoint, a little apart). Then each rank still running is looked at: one blocked
-in a collective, in the rendezvous or on a point-to-point op's work (a pipeline stage waiting for
-its activations; none can complete while the stopped rank is away) is marked `waiting` there at
-once, without waiting for the stall timeout; one still starting (in an import, or not yet in the
-user's code: seconds with torch, or with many ranks on few cores) gets the grace again, up to
-`STARTUP_WAIT`, as it is likely on its way to the same breakpoint; any other is interrupted and
-stops at its next line of the
-user's code (the `interrupt` request, as `:interrupt` sends).
+to the same breakpoint, a little apart), and `GRACE` again while some of them did within the last
+one (many ranks on few cores reach it seconds apart), up to `STARTUP_WAIT`. Then each rank still
+running is looked at: one blocked in a collective, in the rendezvous or on a point-to-point op's
+work (a pipeline stage waiting for its activations; none can complete while the stopped rank is
+away) is marked `waiting` there at once, without waiting for the stall timeout; one still starting
+(in an import, or not yet in the user's code: seconds with torch, or with many ranks on few cores)
+gets the grace again, up to `STARTUP_WAIT`, as it is likely on its way to the same breakpoint; any
+other is interrupted and stops at its next line of the user's code (the `interrupt` request, as
+`:interrupt` sends).
 What happened is said once, the rank that stopped first and why at its head:
 `all-stop: rank 2 stopped at train.py:19 (breakpoint); ranks 0-1,3 stopped at their next line`.
 `--non-stop` (`LaunchSpec.all_stop` False) leaves the other ranks running.
@@ -190,8 +191,13 @@ class AllStop:
         try:
             waiting_for = self._others = [rank for rank in session.ranks if rank is not first]
             counts = {rank.index: rank.paused_count for rank in session.ranks}
+            arrived = 0
             while waiting_for:
                 await session.wait_until(lambda: not self._others or not first.state.at_prompt, GRACE)
+                now = self._arrived(first, counts, done)
+                if now > arrived and time.monotonic() < patient_until:
+                    arrived = now  # ranks still reach their stops by themselves: wait for the rest
+                    continue
                 # a rank that stopped since has stopped: if it runs again, a command resumed it
                 late = (
                     [r for r in running(waiting_for) if r.paused_count == counts[r.index]]
@@ -209,6 +215,18 @@ class AllStop:
             await asyncio.gather(*(self._place(session.ranks[i], *at) for i, at in done.blocked.items()))
         finally:
             self._stopping, self._others = False, None
+
+    def _arrived(self, first: Rank, counts: dict[int, int], done: Outcome) -> int:
+        """How many of the other ranks stopped by themselves since `first` did (not interrupted)."""
+        interrupted = {rank.index for rank in done.interrupted}
+        return sum(
+            1
+            for rank in self._session.ranks
+            if rank is not first
+            and rank.index not in interrupted
+            and rank.paused_count != counts[rank.index]
+            and rank.why in STOPS
+        )
 
     async def _stop(
         self, late: list[Rank], done: Outcome, patient: bool, counts: dict[int, int]
