@@ -17,7 +17,7 @@ import pytest
 from conftest import Runner, wait_for
 
 DETACHED = re.compile(
-    r"^ddptui: session ([0-9a-f]{6}) runs (.+) detached: ddptui join --batch FILE \1, ddptui kill \1$"
+    r"^ddptui: session ([0-9a-f]{6}) runs (.+) detached: ddptui join \1 opens it, ddptui kill \1 ends it$"
 )
 
 

@@ -82,7 +82,7 @@ def test_a_wrong_token_gets_zero_bytes_and_the_session_runs_on(sessions: Session
         client.connect(str(sessions.home / f"{session}.sock"))
         client.sendall(json.dumps({"k": "hello", "token": entry["token"], "version": 99}).encode() + b"\n")
         answer = client.makefile("rb").read()
-    assert json.loads(answer) == {"k": "refused", "reason": "session speaks protocol 1, not 99"}
+    assert json.loads(answer) == {"k": "refused", "reason": "session speaks protocol 2, not 99"}
     result = sessions.join("p value\n", session)
     assert result.returncode == 0 and result.stdout.endswith("[rank 0] 0\n[rank 1] 10\n"), result.stdout
 

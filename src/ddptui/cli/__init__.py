@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import functools
 import os
+import shutil
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -17,6 +18,7 @@ from ddptui.core.commands import batch, batch_input
 from ddptui.core.commands.batch_input import BatchInputError
 from ddptui.core.commands.context import Context
 from ddptui.core.detach import main as detached
+from ddptui.core.detach.screen import DEFAULT_SIZE
 from ddptui.core.detach.start import Detached, DetachError, detach
 from ddptui.core.session.session import Session
 from ddptui.core.transport.launch import LaunchError, LaunchSpec
@@ -27,6 +29,13 @@ def batch_context(spec: LaunchSpec, options: argparse.Namespace) -> Context:
     """The session of a batch run, and its commands' context."""
     if spec.starts_ranks:  # only ddptui types into their terminals
         spec = replace(spec, line_editing=False)
+    ctx = Context.of(Session(spec))
+    ctx.max_stops = options.max_stops
+    return ctx
+
+
+def app_context(spec: LaunchSpec, options: argparse.Namespace) -> Context:
+    """The session of the app (ranks' line editing on: the user types into them), and its context."""
     ctx = Context.of(Session(spec))
     ctx.max_stops = options.max_stops
     return ctx
@@ -88,9 +97,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             batch_input.check_source(options.batch)
         if spec.log_dir:
             check_log_dir(spec.log_dir, spec.nproc)
-        if getattr(options, "detach", False):  # a session process runs it, headless as --batch
-            make = functools.partial(batch_context, options=options)
-            print(detach(Detached(spec, make, options.detached_timeout, not options.no_collapse)))
+        if getattr(options, "detach", False):  # a session process runs the app on a pty of its own
+            from ddptui.ui.served import ServedApp
+
+            make = functools.partial(app_context, options=options)
+            size = shutil.get_terminal_size(DEFAULT_SIZE)
+            job = Detached(spec, make, ServedApp, options.detached_timeout, not options.no_collapse, size)
+            print(detach(job))
             return 0
         if options.batch is None and not (sys.stdin.isatty() and sys.stdout.isatty()):
             if not options.demo:

@@ -107,6 +107,14 @@ ACTIONS: tuple[Action, ...] = (
         "Move the keys to the state grid (shown above 8 ranks)",
         show=False,
     ),
+    Action(
+        "ctrl+d",
+        "detach",
+        "Detach",
+        "detach",
+        "Leave a detached session running; ddptui join opens it again",
+        show=False,
+    ),
     Action("ctrl+q", "quit", "Quit", "quit", "End every rank and quit (asks first while ranks are alive)"),
 )
 """Every key of the app, in the footer's order."""

@@ -10,7 +10,7 @@ import functools
 import gc
 import signal
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import ClassVar
 
 from textual import events, work
@@ -47,6 +47,9 @@ from ddptui.ui.watch_panel import WatchPanel
 
 __all__ = ["GRID_THRESHOLD", "PAGE_SIZE", "DdptuiApp", "grid_shape", "run_app"]
 
+NOT_DETACHED = (
+    "this session runs in this terminal: start it with ddptui --detach to leave it and join it later"
+)
 GRID_THRESHOLD = 8
 """Above this many ranks a state grid takes over: panes only for the ranks picked in it."""
 
@@ -58,7 +61,9 @@ class DdptuiApp(App[int]):
     TITLE = "ddptui"
     BINDINGS: ClassVar[list[BindingType]] = actions.bindings()
 
-    def __init__(self, session: Session, grid_threshold: int = GRID_THRESHOLD) -> None:
+    def __init__(
+        self, session: Session, grid_threshold: int = GRID_THRESHOLD, context: Context | None = None
+    ) -> None:
         """Show `session`, which the app starts (its ranks are spawned once the panes have a size).
 
         With more than `grid_threshold` ranks, a `StateGrid` shows them all and panes are mounted
@@ -66,8 +71,13 @@ class DdptuiApp(App[int]):
         """
         super().__init__()
         self.session = session
-        self.context = Context.of(session)
+        self.context = context or Context.of(session)
         """What `:` commands act on: the session, its findings, the watches."""
+        self.started = asyncio.Event()
+        """Set once the job has started (or could not: the app then exits with its error)."""
+        self.launch_error = ""
+        self.leave: Callable[[], bool] | None = None
+        """Detaches the client that typed last, in a detached session (`ddptui --detach`)."""
         session.default_pump(ORDERED_STORES)  # a flood must not cost the loop a wake-up per pty read
         spec = session.spec
         self.grid_threshold = grid_threshold
@@ -157,8 +167,11 @@ class DdptuiApp(App[int]):
         try:
             await self.session.start()
         except LaunchError as exc:
+            self.launch_error = str(exc)
             self.exit(2, return_code=2, message=f"ddptui: error: {exc}")
             return
+        finally:
+            self.started.set()
         self._notes.listen_to_launcher()
         for rank in range(self.pane_grid.count):
             terminal = self.pane(rank).terminal
@@ -275,8 +288,11 @@ class DdptuiApp(App[int]):
     @work(group="commands")
     async def ddptui_command(self, text: str) -> None:
         """Run a `:` command and show its result in the command log (`:quit` asks to quit)."""
-        if (await self._command_line.ddptui_command(text)).quit:
+        result = await self._command_line.ddptui_command(text)
+        if result.quit:
             self.action_quit()
+        elif result.detach:
+            self.action_detach()
 
     @work(group="broadcast")
     async def broadcast(self, line: Line) -> None:
@@ -325,6 +341,13 @@ class DdptuiApp(App[int]):
         """Move the keys to the state grid (there is one above `grid_threshold` ranks)."""
         if self.state_grid is not None:
             self.state_grid.focus()
+
+    def action_detach(self) -> None:
+        """Leave the session running and this terminal (a detached session's app only)."""
+        if self.leave is None:
+            self.command_log.show(commands.Result((NOT_DETACHED,), error=True))
+        else:
+            self.leave()
 
     def action_quit(self) -> None:  # type: ignore[override]
         """Quit, asking first while ranks are alive (saying what each is doing)."""

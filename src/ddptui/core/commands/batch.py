@@ -270,6 +270,9 @@ async def replay(ctx: Context, lines: AsyncIterator[str], transcript: Transcript
         transcript.say_unsent()
 
 
+DETACH_IN_BATCH = ":detach leaves the app: a batch leaves a detached session at the end of its input"
+
+
 async def run_line(ctx: Context, line: str, transcript: Transcript) -> bool:
     """Run one line of the batch; False means stop reading (`:quit`)."""
     session = ctx.session
@@ -293,6 +296,8 @@ async def run_line(ctx: Context, line: str, transcript: Transcript) -> bool:
         transcript.flush({rank.index: result.sent for rank in session.ranks} if result.sent else None)
         for text in result.lines:
             transcript.note(text)
+        if result.detach:
+            transcript.note(DETACH_IN_BATCH)
         return not result.quit
     await session.wait_settled(range(len(session.ranks)))
     sent, said = await commands.send(ctx, parsed, transcript.sent)

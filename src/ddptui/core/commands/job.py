@@ -1,4 +1,4 @@
-"""`:` commands about the job as a whole: `:state`, `:mesh`, `:help`, `:quit`."""
+"""`:` commands about the job as a whole: `:state`, `:mesh`, `:help`, `:detach`, `:quit`."""
 
 from __future__ import annotations
 
@@ -59,6 +59,12 @@ async def _help(ctx: Context, arg: str) -> Result:
     lines.append(f"{'@0,2 CMD':<{width}}  send a pdb command to ranks 0 and 2 only")
     lines.append(f"{'q | exit':<{width}}  same as :quit")
     return Result(tuple(lines))
+
+
+@command("detach", usage=":detach", help="leave a detached session running (as Ctrl+D): ddptui join returns")
+async def _detach(ctx: Context, arg: str) -> Result:
+    """Ask the front end to leave the session as it is."""
+    return Result(detach=True)
 
 
 @command("quit", "q", "exit", usage=":quit", help="end every rank and leave")

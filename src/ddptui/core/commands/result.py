@@ -15,6 +15,8 @@ class Result:
     lines: tuple[str, ...] = ()
     error: bool = False
     quit: bool = False
+    detach: bool = False
+    """Leave the session running and this front end (`:detach`)."""
     sent: str = ""
     """The pdb command the command broadcast, if any (a transcript drops pdb's echo of it)."""
     tables: tuple[tuple[str, Comparison], ...] = ()

@@ -34,7 +34,7 @@ class Client:
             raise JoinError(
                 f"cannot reach session {entry.id} at {entry.socket}: {exc.strerror or exc}"
             ) from None
-        self._stream = self._sock.makefile("rb")
+        self._buffer = bytearray()
         self._send(wire.Hello(entry.token, wire.VERSION))
         answer = self._next(
             f"session {entry.id} refused the connection (a wrong token, or no ddptui session)"
@@ -67,8 +67,42 @@ class Client:
         """Say bye and close: the session and its ranks stay as they are."""
         with contextlib.suppress(OSError):
             self._send(wire.Bye())
-        self._stream.close()
         self._sock.close()
+
+    def fileno(self) -> int:
+        """The socket's, for `select`."""
+        return self._sock.fileno()
+
+    def send(self, message: wire.Message) -> None:
+        """Send one message (OSError: the session is gone)."""
+        self._send(message)
+
+    def received(self) -> list[wire.Message]:
+        """After `select` says the socket is readable: the messages that came whole (JoinError at
+        the connection's end or a garbled line)."""
+        self._sock.settimeout(0)
+        try:
+            data = self._sock.recv(1 << 16)
+        except (BlockingIOError, InterruptedError):
+            return []
+        except OSError as exc:
+            raise JoinError(f"session {self.entry.id}: {exc.strerror or exc}") from None
+        finally:
+            self._sock.settimeout(None)
+        if not data:
+            raise JoinError(f"session {self.entry.id} closed the connection")
+        self._buffer += data
+        return self.pending()
+
+    def pending(self) -> list[wire.Message]:
+        """The messages already read whole (JoinError for a garbled or overlong line)."""
+        messages = []
+        while (end := self._buffer.find(b"\n")) >= 0:
+            messages.append(self._decode(bytes(self._buffer[: end + 1])))
+            del self._buffer[: end + 1]
+        if len(self._buffer) > wire.MAX_LINE:
+            raise JoinError(f"session {self.entry.id} sent a line past {wire.MAX_LINE} bytes")
+        return messages
 
     def _until_done(self, out: TextIO, timeout: float | None) -> wire.Ended | None:
         """Write `Output`s to `out` until `Done` (None) or `Ended`."""
@@ -89,14 +123,23 @@ class Client:
 
     def _next(self, at_end: str = "") -> wire.Message:
         """The next message (JoinError, saying `at_end` at the connection's end, or a garbled line)."""
-        try:
-            line = self._stream.readline(wire.MAX_LINE)
-        except TimeoutError:
-            raise JoinError(f"session {self.entry.id} does not answer") from None
-        except OSError as exc:
-            raise JoinError(f"session {self.entry.id}: {exc.strerror or exc}") from None
-        if not line:
-            raise JoinError(at_end or f"session {self.entry.id} closed the connection without a word")
+        while (end := self._buffer.find(b"\n")) < 0:
+            if len(self._buffer) > wire.MAX_LINE:
+                raise JoinError(f"session {self.entry.id} sent a line past {wire.MAX_LINE} bytes")
+            try:
+                data = self._sock.recv(1 << 16)
+            except TimeoutError:
+                raise JoinError(f"session {self.entry.id} does not answer") from None
+            except OSError as exc:
+                raise JoinError(f"session {self.entry.id}: {exc.strerror or exc}") from None
+            if not data:
+                raise JoinError(at_end or f"session {self.entry.id} closed the connection without a word")
+            self._buffer += data
+        line = bytes(self._buffer[: end + 1])
+        del self._buffer[: end + 1]
+        return self._decode(line)
+
+    def _decode(self, line: bytes) -> wire.Message:
         try:
             return wire.decode(line)
         except wire.WireError as exc:

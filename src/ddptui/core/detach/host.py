@@ -1,12 +1,14 @@
 """The session process's side of the socket: clients join, their lines run one at a time.
 
-A detached session is a `--batch` run whose lines come from clients instead of a file: one
-`Context`, one transcript (`batch.wired`) whose stream (`Relay`) goes to the client whose line
-runs, each line run by `batch.run_line` exactly as `--batch` runs it. Lines from every client
-wait in one queue, in arrival order. A client that leaves leaves the ranks as they are. The
-session ends at `:quit`, at a client's `Kill`, when every rank has ended, on SIGTERM or SIGINT,
-or after `--detached-timeout` seconds with no client joined; every client still connected is
-then sent `Ended` with the summary.
+A detached session runs the app on a pty of its own (`Screen`) with a `Front` the ddptui
+command gives it. A client that watches (`Watch`) is sent what the app draws and types into it,
+as tmux's clients do; the pty takes the smallest of their sizes. A `--batch` client's lines run
+on the same `Context` as `--batch` runs them: one transcript (`batch.wired`) whose stream
+(`Relay`) goes to the client whose line runs, lines from every client in one queue, in arrival
+order. A client that leaves leaves the ranks as they are. The session ends at `:quit` (a
+client's line, or the app's), at a client's `Kill`, when every rank has ended, on SIGTERM or
+SIGINT, or after `--detached-timeout` seconds with no client joined; every client still
+connected is then sent `Ended` with the summary.
 """
 
 from __future__ import annotations
@@ -18,20 +20,32 @@ import signal
 import socket
 import sys
 from collections.abc import Awaitable
-from typing import TextIO, cast
+from typing import Protocol, TextIO, cast
 
 from ddptui.core.commands import batch
 from ddptui.core.commands.context import Context
 from ddptui.core.detach import wire
 from ddptui.core.detach.relay import Joined, Relay
+from ddptui.core.detach.screen import Screen
 from ddptui.core.model.targets import format_ranks
 
+CLEAR = b"\x1b[H\x1b[2J"
 HELLO_TIMEOUT = 5.0
 """Seconds a new connection has to say hello before it is dropped."""
 DRAIN_TIMEOUT = 5.0
 """Seconds the last messages have to reach the clients as the session ends."""
 
 _Item = tuple[Joined, str] | None  # a client's line, or None: the job ended by itself
+
+
+class Front(Protocol):
+    """The app the session runs on its pty, as the host sees it."""
+
+    def redraw(self) -> None:
+        """Draw the whole screen again (a client began watching)."""
+
+    async def stop(self) -> None:
+        """End the app (the session ends), once its ranks are ended; returns when it has."""
 
 
 class Host:
@@ -60,6 +74,26 @@ class Host:
         self.why = ""
         """Why the session ended (for its log)."""
         self._timer: asyncio.TimerHandle | None = None
+        self.screen: Screen | None = None
+        self.front: Front | None = None
+        self.watchers: dict[Joined, tuple[int, int]] = {}
+        """The clients shown the app, with their terminal's size."""
+        self._typist: Joined | None = None
+        """The watcher that typed last: Ctrl+D detaches it."""
+
+    def show(self, screen: Screen, front: Front) -> None:
+        """Serve the app that runs on `screen` to the clients that watch."""
+        self.screen, self.front = screen, front
+        screen.start(self._screen_output)
+
+    def leave(self) -> bool:
+        """Detach the watcher that typed last (Ctrl+D in the app); False when none watches."""
+        client = self._typist if self._typist in self.watchers else next(iter(self.watchers), None)
+        if client is None:
+            return False
+        client.send(wire.Leave())
+        self._unwatch(client)
+        return True
 
     async def serve(self, listening: socket.socket) -> int:
         """Serve clients until the session ends; returns the exit status `--batch` would give."""
@@ -127,6 +161,11 @@ class Host:
         self.relay.to(self._ender)
         await ctx.findings.settle()
         await ctx.session.close()
+        if self.front is not None:
+            await self.front.stop()
+        if self.screen is not None:
+            self.screen.drain(self._screen_output)  # the app's last frame and its leaving
+            self.screen.stop()
         self.transcript.flush()
         summary = tuple(ctx.findings.summary())
         status = batch.final_status(ctx)
@@ -160,6 +199,7 @@ class Host:
         finally:
             client.gone = True
             self.clients.pop(client, None)
+            self._unwatch(client)
             self.joined.discard(client)
             self._idle_changed()
             writer.close()
@@ -200,6 +240,57 @@ class Host:
                 self.end(client, "killed by ddptui kill")
             elif isinstance(message, wire.Bye):
                 return
+            else:
+                self._watching(client, message)
+
+    # -- watchers -----------------------------------------------------------------------------
+    def _watching(self, client: Joined, message: wire.Message) -> None:
+        """A message of a client that shows the app: start watching, keys, a new size."""
+        screen, front = self.screen, self.front
+        if screen is None or front is None:
+            client.send(wire.Refused("this session shows no app"))
+        elif isinstance(message, wire.Watch):
+            self.joined.add(client)
+            self._idle_changed()
+            self.watchers[client] = (message.columns, message.lines)
+            if not self._fit():
+                front.redraw()
+        elif isinstance(message, wire.Size) and client in self.watchers:
+            self.watchers[client] = (message.columns, message.lines)
+            self._fit()
+        elif isinstance(message, wire.Keys) and client in self.watchers:
+            try:
+                data = wire.decode_bytes(message.data)
+            except wire.WireError as exc:
+                client.send(wire.Refused(str(exc)))
+                return
+            self._typist = client
+            screen.write(data)
+
+    def _unwatch(self, client: Joined) -> None:
+        """The client no longer watches: the others may have room for a larger app."""
+        if self.watchers.pop(client, None) is not None:
+            self.joined.discard(client)
+            self._idle_changed()
+            self._fit()
+
+    def _fit(self) -> bool:
+        """Size the app to the smallest watching terminal; False when its size stays."""
+        if self.screen is None or not self.watchers:
+            return False
+        columns = min(size[0] for size in self.watchers.values())
+        lines = min(size[1] for size in self.watchers.values())
+        if not self.screen.resize(columns, lines):
+            return False
+        self._screen_output(CLEAR)  # a terminal larger than the app keeps nothing of a larger one
+        return True
+
+    def _screen_output(self, data: bytes) -> None:
+        """What the app wrote, to every watcher."""
+        if self.watchers:
+            message = wire.Screen(wire.encode_bytes(data))
+            for client in self.watchers:
+                client.send(message)
 
     def _idle_changed(self) -> None:
         """Start `--detached-timeout`'s count when the last client left, stop it when one joins."""

@@ -12,14 +12,13 @@ from typing import NoReturn
 
 from ddptui.core.commands import batch_input
 from ddptui.core.commands.batch_input import STDIN, BatchInputError
-from ddptui.core.detach import places
+from ddptui.core.detach import places, viewer
 from ddptui.core.detach.client import Client, JoinError
 from ddptui.core.detach.places import Entry, PlaceError
 from ddptui.core.detach.start import DetachError
 from ddptui.core.model.text import inert
 
 COMMANDS = ("sessions", "join", "kill")
-APP_LATER = "the app cannot join a session yet: ddptui join --batch FILE [ID] drives it headless"
 
 
 class Parser(argparse.ArgumentParser):
@@ -107,15 +106,25 @@ def join(argv: list[str]) -> int:
     """Run a batch file's lines in a session, print their transcript, and leave it as it is."""
     parser = Parser(
         prog="ddptui join",
-        description="Drive a detached session: each line of FILE runs as --batch runs it; at the end of "
-        "FILE the session and its ranks stay as they are (:quit ends them).",
+        description="Open a detached session's app in this terminal (Ctrl+D leaves it running), or "
+        "with --batch FILE drive it headless: each line of FILE runs as --batch runs it. Either way "
+        "the session and its ranks stay as they are when you leave (:quit ends them).",
     )
-    parser.add_argument("--batch", metavar="FILE", help="the lines to run ('-' = stdin)")
+    parser.add_argument("--batch", metavar="FILE", help="run FILE's lines ('-' = stdin) instead of the app")
     parser.add_argument("id", nargs="?", help="the session (default: the only one that runs)")
     options = parser.parse_args(argv)
     if options.batch is None:
-        print(f"ddptui: error: {APP_LATER}", file=sys.stderr)
-        return 2
+        entry = places.find(options.id)
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            raise JoinError(
+                "ddptui join needs a terminal; ddptui join --batch FILE drives a session without one"
+            )
+        client = Client(entry)
+        try:
+            left = viewer.watch(client)
+        finally:
+            client.close()
+        return viewer.say(left, entry.id)
     batch_input.check_source(options.batch)
     client = Client(places.find(options.id))
     try:

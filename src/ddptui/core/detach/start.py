@@ -1,10 +1,10 @@
 """`ddptui --detach`: start the job in a session process of its own and return at once.
 
 The command forks twice: the first child leaves the terminal's session (`setsid`), the second
-(no session leader, so no terminal can become its own) is the session process. It holds the
-`Session` and its `Context` headless, as `--batch` does, serves them on its socket (`Host`),
-and tells the command through a pipe that it is ready, or why it could not start. Its standard
-input and output are /dev/null, its standard error `ID.log`. Whatever ends it, even SIGKILL,
+(no session leader, so no terminal can become its own) is the session process. It runs the app
+on a pty of its own (`Screen`: its standard input, output and error), serves it and the app's
+`Context` on its socket (`Host`), and tells the command through a pipe that it is ready, or
+why it could not start. Its log (`ID.log`) is `sys.stderr`. Whatever ends it, even SIGKILL,
 ends every rank: the session's reaper (`transport.reaper`) sees its pipe close.
 """
 
@@ -21,13 +21,15 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import psutil
 
 from ddptui.core.commands.context import Context
 from ddptui.core.detach import places
-from ddptui.core.detach.host import Host
-from ddptui.core.transport.launch import LaunchError, LaunchSpec
+from ddptui.core.detach.host import Front, Host
+from ddptui.core.detach.screen import DEFAULT_SIZE, Screen
+from ddptui.core.transport.launch import LaunchSpec
 
 READY_TIMEOUT = 60.0
 """Seconds the command waits for the session process to say it is ready."""
@@ -37,14 +39,28 @@ class DetachError(Exception):
     """A session that could not be started detached; the message is one line."""
 
 
+class App(Front, Protocol):
+    """The app a session process runs (the ddptui command's, made by `Detached.app`)."""
+
+    async def run(self, leave: Callable[[], bool]) -> None:
+        """Run until the app ends; `leave` detaches the client that typed last (Ctrl+D)."""
+
+    async def started(self) -> str:
+        """Once the job started: "" , or why it could not (one line; the app has ended)."""
+
+
 @dataclass(frozen=True)
 class Detached:
-    """What the session process is to run: the job, how to make its context, and its options."""
+    """What the session process is to run: the job, how to make its context and its app, and
+    its options."""
 
     spec: LaunchSpec
     context: Callable[[LaunchSpec], Context]
+    app: Callable[[Context], App]
     detached_timeout: float | None = None
     collapse: bool = True
+    size: tuple[int, int] | os.terminal_size = DEFAULT_SIZE
+    """The app's terminal size until a client watches (the starting terminal's)."""
 
 
 def detach(job: Detached) -> str:
@@ -71,7 +87,7 @@ def detach(job: Detached) -> str:
     )
     return (
         f"ddptui: session {session_id} runs {script_of(job.spec)} ({ranks}) detached: "
-        f"ddptui join --batch FILE {session_id}, ddptui kill {session_id}"
+        f"ddptui join {session_id} opens it, ddptui kill {session_id} ends it"
     )
 
 
@@ -102,29 +118,32 @@ def _session_process(job: Detached, session_id: str, tell: int) -> None:
         os.setsid()
         if os.fork() != 0:
             os._exit(0)
-        _quiet_stdio(places.home() / f"{session_id}.log")
-        status = asyncio.run(_serve(job, session_id, tell))
+        screen = Screen(*job.size)
+        _quiet_stdio(places.home() / f"{session_id}.log", screen)
+        status = asyncio.run(_serve(job, session_id, tell, screen))
     except BaseException:
         traceback.print_exc()
     finally:
         os._exit(status)
 
 
-def _quiet_stdio(log: Path) -> None:
-    """Standard input and output to /dev/null, standard error to the session's log (0600)."""
-    null = os.open(os.devnull, os.O_RDWR)
+def _quiet_stdio(log: Path, screen: Screen) -> None:
+    """Standard input, output and error to the app's pty; `sys.stderr` to the session's log (0600)."""
     err = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
-    for fd, target in ((0, null), (1, null), (2, err)):
-        os.dup2(target, fd)
-    os.close(null)
-    os.close(err)
+    screen.take_stdio()
+    sys.stderr = os.fdopen(err, "w", buffering=1)
 
 
-async def _serve(job: Detached, session_id: str, tell: int) -> int:
-    """Start the job, listen on the session's socket, say so, then serve until the session ends."""
+async def _serve(job: Detached, session_id: str, tell: int, screen: Screen) -> int:
+    """Start the app and its job, listen on the session's socket, say so, then serve until the
+    session ends."""
     token = secrets.token_hex(16)
     ctx = job.context(job.spec)
     host = Host(ctx, session_id, token, job.detached_timeout, job.collapse)
+    app = job.app(ctx)
+    host.show(screen, app)
+    running = asyncio.create_task(app.run(host.leave))
+    running.add_done_callback(lambda _: host.end(None, "quit in the app"))
     entry = places.Entry(
         session_id,
         os.getpid(),
@@ -136,10 +155,13 @@ async def _serve(job: Detached, session_id: str, tell: int) -> int:
     )
     try:
         try:
-            await ctx.session.start()
             listening = _listen(entry.socket)
-        except (LaunchError, OSError) as exc:
-            os.write(tell, f"{exc}\n".encode())
+            error = await app.started()
+        except OSError as exc:
+            error = str(exc)
+        if error:
+            os.write(tell, f"{error}\n".encode())
+            await app.stop()
             return 2
         places.write(entry)
         os.write(tell, b"ok\n")

@@ -1,16 +1,20 @@
 """The protocol between a detached session and its clients: typed messages as JSON lines.
 
-Every client speaks it, whatever it shows: `ddptui join --batch` now, the app and the browser
-next. A client's first message is a `Hello` with the session's token; a connection whose token
-is wrong gets nothing back at all (closed, zero bytes sent). A good hello of another protocol
-version is `Refused` in one line; else the session says `Welcome` and takes `Line`s (each run
-exactly as `--batch` runs a line, one at a time across clients, in arrival order), `Status` and
-`Kill`. What a line prints comes back as `Output`, then `Done`; when the job ends every client
-is sent `Ended` with the summary.
+Every client speaks it, whatever it shows: `ddptui join --batch`, `ddptui join` in a terminal,
+and the browser's tab. A client's first message is a `Hello` with the session's token; a
+connection whose token is wrong gets nothing back at all (closed, zero bytes sent). A good hello
+of another protocol version is `Refused` in one line; else the session says `Welcome` and takes
+`Line`s (each run exactly as `--batch` runs a line, one at a time across clients, in arrival
+order), `Status` and `Kill`. What a line prints comes back as `Output`, then `Done`. A client
+that shows the app sends `Watch` with its terminal's size: from then on it is sent the app's
+screen as `Screen` bytes and sends its keys as `Keys` (and `Size` when its terminal is resized),
+until it says `Bye` or the session sends it `Leave` (its user pressed Ctrl+D). When the job ends
+every client is sent `Ended` with the summary.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -18,7 +22,7 @@ from typing import Any, ClassVar
 from ddptui.rank import typed_json
 from ddptui.rank.protocol import ProtocolError
 
-VERSION = 1
+VERSION = 2
 """Bumped on any incompatible change of a message."""
 MAX_LINE = 1 << 20
 """Longest message accepted, in bytes."""
@@ -78,6 +82,32 @@ class Bye(Message):
 
 
 @dataclass(frozen=True)
+class Watch(Message):
+    """Client → session: show this client the app, on a terminal of this size."""
+
+    KIND: ClassVar[str] = "watch"
+    columns: int
+    lines: int
+
+
+@dataclass(frozen=True)
+class Keys(Message):
+    """Client → session: what its user typed (terminal input bytes, base64: `encode_bytes`)."""
+
+    KIND: ClassVar[str] = "keys"
+    data: str
+
+
+@dataclass(frozen=True)
+class Size(Message):
+    """Client → session: its terminal has a new size."""
+
+    KIND: ClassVar[str] = "size"
+    columns: int
+    lines: int
+
+
+@dataclass(frozen=True)
 class Welcome(Message):
     """Session → client: the hello is taken."""
 
@@ -109,6 +139,21 @@ class Done(Message):
 
 
 @dataclass(frozen=True)
+class Screen(Message):
+    """Session → watching client: what the app wrote to its terminal (bytes, base64)."""
+
+    KIND: ClassVar[str] = "screen"
+    data: str
+
+
+@dataclass(frozen=True)
+class Leave(Message):
+    """Session → watching client: its user detached (Ctrl+D, `:detach`): restore the terminal and go."""
+
+    KIND: ClassVar[str] = "leave"
+
+
+@dataclass(frozen=True)
 class Report(Message):
     """Session → client: the answer to `Status`, one entry per rank state (`0-3: paused at t.py:9`)."""
 
@@ -128,8 +173,24 @@ class Ended(Message):
 
 KINDS: dict[str, type[Message]] = {
     kind.KIND: kind
-    for kind in (Hello, Line, Status, Kill, Bye, Welcome, Refused, Output, Done, Report, Ended)
-}
+    for kind in (
+        Hello, Line, Status, Kill, Bye, Watch, Keys, Size,
+        Welcome, Refused, Output, Done, Screen, Leave, Report, Ended,
+    )
+}  # fmt: skip
+
+
+def encode_bytes(data: bytes) -> str:
+    """Bytes as the text of a `Keys` or `Screen` message."""
+    return base64.b64encode(data).decode("ascii")
+
+
+def decode_bytes(text: str) -> bytes:
+    """The bytes of a `Keys` or `Screen` message (WireError if it is not base64)."""
+    try:
+        return base64.b64decode(text, validate=True)
+    except ValueError:
+        raise WireError("bytes that are not base64") from None
 
 
 def decode(line: bytes) -> Message:

@@ -1,0 +1,169 @@
+"""`ddptui join [ID]`: this terminal shows a detached session's app until it leaves.
+
+The terminal is put in raw mode and on its alternate screen, as the app would; every key goes to
+the session (`Keys`), every byte the app draws comes back (`Screen`), a resize is told (`Size`).
+It leaves when the session says so (Ctrl+D or `:detach` in the app), when the session ends
+(its summary is printed, its exit status returned), or on SIGHUP/SIGTERM: the terminal is
+always restored, and the session and its ranks stay as they are unless the session ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import sys
+import termios
+import tty
+from dataclasses import dataclass
+from types import FrameType
+
+from ddptui.core.detach import wire
+from ddptui.core.detach.client import Client, JoinError
+
+ENTER = (
+    "\x1b[?1049h\x1b[2J\x1b[H\x1b[?25l"  # alternate screen, cleared; cursor hidden
+    "\x1b[?1000h\x1b[?1003h\x1b[?1015h\x1b[?1006h"  # mouse reports, as the app asks for them
+    "\x1b[?1004h\x1b[?2004h"  # focus events, bracketed paste
+)
+LEAVE = "\x1b[?2004l\x1b[?1004l\x1b[?1006l\x1b[?1015l\x1b[?1003l\x1b[?1000l\x1b[0m\x1b[?25h\x1b[?1049l"
+READ_SIZE = 1 << 16
+
+
+class NotATerminal(JoinError):
+    """`ddptui join` without a terminal."""
+
+
+@dataclass
+class Left:
+    """Why the view ended: the session's end (`ended`), a detach, or a signal."""
+
+    ended: wire.Ended | None = None
+    detached: bool = False
+    signal: int = 0
+    lost: str = ""
+    """The session went away without a word: why."""
+
+
+def watch(client: Client, fd_in: int = 0, fd_out: int = 1) -> Left:
+    """Show the session's app on this terminal until it leaves; the terminal restored after."""
+    if not (os.isatty(fd_in) and os.isatty(fd_out)):
+        raise NotATerminal(
+            "ddptui join needs a terminal; ddptui join --batch FILE drives a session without one"
+        )
+    saved = termios.tcgetattr(fd_in)
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    left = Left()
+
+    def on_signal(signum: int, _: FrameType | None) -> None:
+        if signum != signal.SIGWINCH:
+            left.signal = signum
+        with contextlib.suppress(OSError):
+            os.write(wake_write, bytes([signum]))
+
+    old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGWINCH, signal.SIGHUP, signal.SIGTERM)}
+    try:
+        columns, lines = os.get_terminal_size(fd_out)
+        client.send(wire.Watch(columns, lines))
+        tty.setraw(fd_in)
+        _write(fd_out, ENTER.encode())
+        _relay(client, fd_in, fd_out, wake_read, left)
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+        with contextlib.suppress(OSError):
+            _write(fd_out, LEAVE.encode())
+            termios.tcsetattr(fd_in, termios.TCSAFLUSH, saved)
+        os.close(wake_read)
+        os.close(wake_write)
+    return left
+
+
+def _relay(client: Client, fd_in: int, fd_out: int, wake: int, left: Left) -> None:
+    """Keys to the session, its screen to the terminal, until something makes the view leave."""
+    messages = client.pending()
+    sock = client.fileno()
+    while not _take(messages, fd_out, left):
+        if left.signal:
+            return
+        try:
+            ready = select.select([fd_in, sock, wake], [], [])[0]
+        except InterruptedError:
+            continue
+        messages = []
+        if wake in ready:
+            for signum in os.read(wake, 64):
+                if signum == signal.SIGWINCH:
+                    columns, lines = os.get_terminal_size(fd_out)
+                    _send(client, wire.Size(columns, lines), left)
+        if fd_in in ready:
+            try:
+                data = os.read(fd_in, READ_SIZE)
+            except OSError:
+                data = b""
+            if not data:  # the terminal is gone
+                left.signal = signal.SIGHUP
+                return
+            _send(client, wire.Keys(wire.encode_bytes(data)), left)
+        if sock in ready:
+            try:
+                messages = client.received()
+            except JoinError as exc:
+                left.lost = str(exc)
+                return
+        if left.lost:
+            return
+
+
+def _take(messages: list[wire.Message], fd_out: int, left: Left) -> bool:
+    """Show what the session sent; True when the view is to leave."""
+    for message in messages:
+        if isinstance(message, wire.Screen):
+            with contextlib.suppress(wire.WireError):
+                _write(fd_out, wire.decode_bytes(message.data))
+        elif isinstance(message, wire.Leave):
+            left.detached = True
+            return True
+        elif isinstance(message, wire.Ended):
+            left.ended = message
+            return True
+        elif isinstance(message, wire.Refused):
+            left.lost = f"the session refused: {message.reason}"
+            return True
+    return False
+
+
+def _send(client: Client, message: wire.Message, left: Left) -> None:
+    """Send to the session; its end is noted in `left`."""
+    try:
+        client.send(message)
+    except OSError as exc:
+        left.lost = f"the session is gone ({exc.strerror or exc})"
+
+
+def _write(fd: int, data: bytes) -> None:
+    """Write all of `data` to the terminal."""
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+        except InterruptedError:
+            continue
+        except BlockingIOError:
+            select.select([], [fd], [])
+
+
+def say(left: Left, session_id: str) -> int:
+    """After the view: one line (or the summary) on the restored terminal; the exit status."""
+    if left.ended is not None:
+        print("".join(f"{text}\n" for text in left.ended.summary), end="", flush=True)
+        return left.ended.status
+    if left.detached:
+        print(f"ddptui: detached from session {session_id}: ddptui join {session_id} opens it again")
+        return 0
+    if left.signal:
+        return 128 + left.signal
+    print(f"ddptui: error: session {session_id}: {left.lost}", file=sys.stderr)
+    return 1
