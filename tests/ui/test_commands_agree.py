@@ -45,6 +45,7 @@ LINES = [
     ":collectives",
     ":stacks",
     ":interrupt",
+    ":detach",
     ":nosuch",
     ":ranks 7",
     "@9 p 1",

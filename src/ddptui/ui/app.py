@@ -10,7 +10,7 @@ import functools
 import gc
 import signal
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import ClassVar
 
 from textual import events, work
@@ -20,6 +20,7 @@ from textual.screen import Screen
 
 from ddptui.core.commands import registry as commands
 from ddptui.core.commands.context import MAX_STOPS, Context
+from ddptui.core.commands.job import NOT_DETACHED
 from ddptui.core.model.state import RankState
 from ddptui.core.model.targets import Line, format_ranks, name_ranks
 from ddptui.core.model.topology import Topology
@@ -47,9 +48,6 @@ from ddptui.ui.watch_panel import WatchPanel
 
 __all__ = ["GRID_THRESHOLD", "PAGE_SIZE", "DdptuiApp", "grid_shape", "run_app"]
 
-NOT_DETACHED = (
-    "this session runs in this terminal: start it with ddptui --detach to leave it and join it later"
-)
 GRID_THRESHOLD = 8
 """Above this many ranks a state grid takes over: panes only for the ranks picked in it."""
 
@@ -76,8 +74,6 @@ class DdptuiApp(App[int]):
         self.started = asyncio.Event()
         """Set once the job has started (or could not: the app then exits with its error)."""
         self.launch_error = ""
-        self.leave: Callable[[], bool] | None = None
-        """Detaches the client that typed last, in a detached session (`ddptui --detach`)."""
         session.default_pump(ORDERED_STORES)  # a flood must not cost the loop a wake-up per pty read
         spec = session.spec
         self.grid_threshold = grid_threshold
@@ -344,10 +340,10 @@ class DdptuiApp(App[int]):
 
     def action_detach(self) -> None:
         """Leave the session running and this terminal (a detached session's app only)."""
-        if self.leave is None:
+        if self.context.leave is None:
             self.command_log.show(commands.Result((NOT_DETACHED,), error=True))
         else:
-            self.leave()
+            self.context.leave()
 
     def action_quit(self) -> None:  # type: ignore[override]
         """Quit, asking first while ranks are alive (saying what each is doing)."""

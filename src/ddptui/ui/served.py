@@ -25,7 +25,7 @@ class ServedApp:
 
     async def run(self, leave: Callable[[], bool]) -> None:
         """Run until the app ends; Ctrl+D and `:detach` call `leave`."""
-        self.app.leave = leave
+        self.app.context.leave = leave
         try:
             await self.app.run_async()
         finally:

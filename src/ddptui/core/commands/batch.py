@@ -270,7 +270,7 @@ async def replay(ctx: Context, lines: AsyncIterator[str], transcript: Transcript
         transcript.say_unsent()
 
 
-DETACH_IN_BATCH = ":detach leaves the app: a batch leaves a detached session at the end of its input"
+DETACH_IN_BATCH = ":detach leaves the app running: a batch leaves the session at the end of its input"
 
 
 async def run_line(ctx: Context, line: str, transcript: Transcript) -> bool:

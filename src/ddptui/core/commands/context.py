@@ -39,6 +39,8 @@ class Context:
     """The task running an `:until` (one at a time), which `interrupt` cancels."""
     stopped_by_user: bool = False
     """`interrupt` cancelled the `:until` that runs: it stops once its ranks are back."""
+    leave: Callable[[], bool] | None = None
+    """In a detached session: detaches the terminal that typed last (`:detach`, Ctrl+D)."""
 
     @classmethod
     def of(cls, session: Session) -> Context:

@@ -61,9 +61,16 @@ async def _help(ctx: Context, arg: str) -> Result:
     return Result(tuple(lines))
 
 
+NOT_DETACHED = (
+    "this session runs in this terminal: start it with ddptui --detach to leave it and join it later"
+)
+
+
 @command("detach", usage=":detach", help="leave a detached session running (as Ctrl+D): ddptui join returns")
 async def _detach(ctx: Context, arg: str) -> Result:
-    """Ask the front end to leave the session as it is."""
+    """Ask the front end to leave the session as it is (a detached session's only)."""
+    if ctx.leave is None:
+        return Result((NOT_DETACHED,), error=True)
     return Result(detach=True)
 
 

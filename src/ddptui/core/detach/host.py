@@ -30,6 +30,8 @@ from ddptui.core.detach.screen import Screen
 from ddptui.core.model.targets import format_ranks
 
 CLEAR = b"\x1b[H\x1b[2J"
+MAX_BACKLOG = 16 << 20
+"""Bytes of screen a watching client may leave unread before it is let go."""
 HELLO_TIMEOUT = 5.0
 """Seconds a new connection has to say hello before it is dropped."""
 DRAIN_TIMEOUT = 5.0
@@ -287,9 +289,15 @@ class Host:
 
     def _screen_output(self, data: bytes) -> None:
         """What the app wrote, to every watcher."""
-        if self.watchers:
-            message = wire.Screen(wire.encode_bytes(data))
-            for client in self.watchers:
+        if not self.watchers:
+            return
+        message = wire.Screen(wire.encode_bytes(data))
+        for client in list(self.watchers):
+            writer = self.clients.get(client)
+            if writer is not None and writer.transport.get_write_buffer_size() > MAX_BACKLOG:
+                self._unwatch(client)  # it does not read what it is sent: let it go
+                writer.close()
+            else:
                 client.send(message)
 
     def _idle_changed(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import math
 import os
 import sys
@@ -139,13 +140,13 @@ def join(argv: list[str]) -> int:
 
 
 def kill(argv: list[str]) -> int:
-    """End a session and every rank; print the end of its transcript and its summary."""
+    """End a session and every rank; print its summary."""
     parser = Parser(prog="ddptui kill", description="End a detached session and every one of its ranks.")
     parser.add_argument("id", help="the session (ddptui sessions lists them)")
     options = parser.parse_args(argv)
     client = Client(places.find(options.id))
     try:
-        ended = client.kill(sys.stdout)
+        ended = client.kill(io.StringIO())  # what the ranks printed is the app's to show
     finally:
         client.close()
     print("".join(f"{text}\n" for text in ended.summary), end="", flush=True)
