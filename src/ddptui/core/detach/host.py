@@ -51,7 +51,7 @@ class Front(Protocol):
 
 
 class Host:
-    """A headless session served on a unix socket to the clients that present its token."""
+    """A session served on a unix socket to the clients that present its token."""
 
     def __init__(
         self,

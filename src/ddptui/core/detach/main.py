@@ -36,7 +36,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "--detach",
         action="store_true",
         help="run the job in a session of its own that outlives this terminal, and return at once "
-        "(then: ddptui sessions, ddptui join --batch FILE ID, ddptui kill ID)",
+        "(then: ddptui sessions, ddptui join ID, ddptui kill ID)",
     )
     parser.add_argument(
         "--detached-timeout",
