@@ -78,6 +78,24 @@ def test_two_terminals_share_the_app_and_one_hanging_up_ends_nothing(
     assert gone(ranks)
 
 
+def test_a_read_only_join_shows_the_app_and_types_nothing(sessions: Sessions, tmux: type[Tmux]) -> None:
+    session = sessions.detach("--nproc-per-node", "2", STEPS)
+    env = f"XDG_RUNTIME_DIR={sessions.runtime}"
+    driver = tmux("join", session, size=(160, 40), env=env)
+    watcher = tmux("join", "--read-only", session, size=(160, 40), env=env)
+    assert driver.shows("(Pdb r1)") and watcher.shows("(Pdb r1)"), watcher.screen()
+    watcher.keys("F10")  # not sent: the ranks stay at line 8
+    driver.keys("F10")  # sent: both terminals see the step
+    assert wait_for(lambda: in_panes(watcher, AT_9) == 2, 30), watcher.screen()
+    printed = sessions.join("p value\n", session).stdout  # after every step sent before it
+    assert "[rank 0] 1\n" in printed and "[rank 1] 11\n" in printed, printed  # one step, not two
+    watcher.keys("C-d")
+    assert watcher.exit_status() == 0
+    assert watcher.shows(f"ddptui: detached from session {session}"), watcher.screen()
+    driver.keys("F10")
+    assert wait_for(lambda: in_panes(driver, AT_10) == 2, 30), driver.screen()
+
+
 def test_quit_in_a_joined_app_ends_the_session_and_prints_the_summary_there(
     sessions: Sessions, tmux: type[Tmux]
 ) -> None:

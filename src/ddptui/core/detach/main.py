@@ -104,7 +104,8 @@ def describe(entry: Entry) -> str:
 
 
 def join(argv: list[str]) -> int:
-    """Run a batch file's lines in a session, print their transcript, and leave it as it is."""
+    """Show a session's app in this terminal, or run a batch file's lines in it and print their
+    transcript; either way, leave it as it is."""
     parser = Parser(
         prog="ddptui join",
         description="Open a detached session's app in this terminal (Ctrl+D leaves it running), or "
@@ -112,6 +113,9 @@ def join(argv: list[str]) -> int:
         "the session and its ranks stay as they are when you leave (:quit ends them).",
     )
     parser.add_argument("--batch", metavar="FILE", help="run FILE's lines ('-' = stdin) instead of the app")
+    parser.add_argument(
+        "--read-only", action="store_true", help="watch the app without typing into it (Ctrl+D leaves)"
+    )
     parser.add_argument("id", nargs="?", help="the session (default: the only one that runs)")
     options = parser.parse_args(argv)
     if options.batch is None:
@@ -122,10 +126,12 @@ def join(argv: list[str]) -> int:
             )
         client = Client(entry)
         try:
-            left = viewer.watch(client)
+            left = viewer.watch(client, read_only=options.read_only)
         finally:
             client.close()
         return viewer.say(left, entry.id)
+    if options.read_only:
+        raise DetachError("--read-only watches the app; --batch drives the session")
     batch_input.check_source(options.batch)
     client = Client(places.find(options.id))
     try:

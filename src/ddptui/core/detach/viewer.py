@@ -29,6 +29,7 @@ ENTER = (
 )
 LEAVE = "\x1b[?2004l\x1b[?1004l\x1b[?1006l\x1b[?1015l\x1b[?1003l\x1b[?1000l\x1b[0m\x1b[?25h\x1b[?1049l"
 READ_SIZE = 1 << 16
+CTRL_D = b"\x04"
 
 
 class NotATerminal(JoinError):
@@ -46,8 +47,9 @@ class Left:
     """The session went away without a word: why."""
 
 
-def watch(client: Client, fd_in: int = 0, fd_out: int = 1) -> Left:
-    """Show the session's app on this terminal until it leaves; the terminal restored after."""
+def watch(client: Client, fd_in: int = 0, fd_out: int = 1, read_only: bool = False) -> Left:
+    """Show the session's app on this terminal until it leaves; the terminal restored after.
+    `read_only`: keys are not sent; Ctrl+D leaves."""
     if not (os.isatty(fd_in) and os.isatty(fd_out)):
         raise NotATerminal(
             "ddptui join needs a terminal; ddptui join --batch FILE drives a session without one"
@@ -69,7 +71,7 @@ def watch(client: Client, fd_in: int = 0, fd_out: int = 1) -> Left:
         client.send(wire.Watch(columns, lines))
         tty.setraw(fd_in)
         _write(fd_out, ENTER.encode())
-        _relay(client, fd_in, fd_out, wake_read, left)
+        _relay(client, fd_in, fd_out, wake_read, left, read_only)
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
@@ -81,7 +83,7 @@ def watch(client: Client, fd_in: int = 0, fd_out: int = 1) -> Left:
     return left
 
 
-def _relay(client: Client, fd_in: int, fd_out: int, wake: int, left: Left) -> None:
+def _relay(client: Client, fd_in: int, fd_out: int, wake: int, left: Left, read_only: bool) -> None:
     """Keys to the session, its screen to the terminal, until something makes the view leave."""
     messages = client.pending()
     sock = client.fileno()
@@ -106,7 +108,11 @@ def _relay(client: Client, fd_in: int, fd_out: int, wake: int, left: Left) -> No
             if not data:  # the terminal is gone
                 left.signal = signal.SIGHUP
                 return
-            _send(client, wire.Keys(wire.encode_bytes(data)), left)
+            if not read_only:
+                _send(client, wire.Keys(wire.encode_bytes(data)), left)
+            elif CTRL_D in data:
+                left.detached = True
+                return
         if sock in ready:
             try:
                 messages = client.received()
