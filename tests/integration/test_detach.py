@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from conftest import SCRIPTS, Runner, summary
-from detaching import Sessions, gone, sessions_fixture  # noqa: F401  (the fixture)
+from detaching import DETACHED, Sessions, gone, sessions_fixture  # noqa: F401  (the fixture)
+from test_listen import ALONE, in_job
 
 STEPS = str(SCRIPTS / "steps.py")
 TORCHRUN = str(Path(sys.executable).parent / "torchrun")
@@ -118,3 +119,22 @@ def test_wrap_mode_detaches_too(sessions: Sessions) -> None:
         timeout=60,
     )
     assert killed.returncode == 0, killed.stderr
+
+
+def test_listen_detach_prints_the_line_for_the_job_whose_ranks_join_the_session(
+    sessions: Sessions, ddptui: Runner
+) -> None:
+    started = ddptui.run("listen", "--detach", "--world-size", "1", timeout=60)
+    assert started.returncode == 0, started.stderr
+    said, export = started.stdout.splitlines()
+    found = DETACHED.match(said)
+    assert found and found.group(2) == "ddptui listen (1 rank)", said
+    session = found.group(1)
+    assert export.startswith("export DDPTUI_SOCKET=tcp:127.0.0.1:"), export
+    rank = in_job(ddptui, export, sys.executable, STEPS, env=ALONE)
+    joined = sessions.join("n\np value\n", session)
+    assert joined.stdout.endswith("(ddptui) p value\n[rank 0] 1\n"), joined.stdout
+    killed = ddptui.run("kill", session, timeout=60)
+    assert summary(killed.stdout) == {0: "paused at tests/scripts/steps.py:9 (left running, undebugged)"}
+    log, _ = rank.communicate(timeout=30)
+    assert rank.returncode == 0 and "rank 0 value 3" in log, log  # it ran on, undebugged

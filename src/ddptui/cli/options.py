@@ -152,7 +152,7 @@ def listen_spec(argv: Sequence[str]) -> tuple[LaunchSpec, argparse.Namespace]:
         prog="ddptui listen",
         description="Wait for the ranks of a job started elsewhere (srun, torchrun on several nodes) to "
         "connect, each with its own pane. Prints the line to add to the job's environment.",
-        usage="ddptui listen [--host HOST] [--port PORT] [--world-size N] [options]",
+        usage="ddptui listen [--host HOST] [--port PORT] [--world-size N] [--detach] [options]",
         allow_abbrev=False,
     )
     add = parser.add_argument
@@ -180,6 +180,7 @@ def listen_spec(argv: Sequence[str]) -> tuple[LaunchSpec, argparse.Namespace]:
         help="also write the line to FILE (0600) for `source FILE`",
     )
     add_session_options(parser)
+    detached.add_options(parser)
     options = parser.parse_args(argv)
     if not 0 <= options.port < 65536:
         raise UsageError(f"--port {options.port} is not a port number")

@@ -82,19 +82,23 @@ def detach(job: Detached) -> str:
         raise DetachError(
             said or f"the session process ended while starting (see {directory / session_id}.log)"
         )
+    listening = said.removeprefix("ok").strip()  # `ddptui listen --detach`: the line for the job
     ranks = (
         f"{job.spec.nproc} rank{'s' * (job.spec.nproc != 1)}" if job.spec.nproc else "ranks as they connect"
     )
-    return (
+    line = (
         f"ddptui: session {session_id} runs {script_of(job.spec)} ({ranks}) detached: "
         f"ddptui join {session_id} opens it, ddptui kill {session_id} ends it"
     )
+    return f"{line}\n{listening}" if listening else line
 
 
 def script_of(spec: LaunchSpec) -> str:
     """What the session runs, in a word: the script, or a wrapped command's script or program."""
     if spec.command:
         return next((word for word in spec.command if word.endswith(".py")), spec.command[0])
+    if spec.listen is not None:
+        return "ddptui listen"
     return spec.target
 
 
@@ -164,7 +168,7 @@ async def _serve(job: Detached, session_id: str, tell: int, screen: Screen) -> i
             await app.stop()
             return 2
         places.write(entry)
-        os.write(tell, b"ok\n")
+        os.write(tell, f"ok\n{ctx.session.listen_line}\n".encode())
         os.close(tell)
         status = await host.serve(listening)
         print(f"ddptui: session {session_id} ended: {host.why}", file=sys.stderr)
