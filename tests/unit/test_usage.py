@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import psutil
 import pytest
+from conftest import wait_for
 
 from ddptui.core.transport import usage
 
@@ -21,8 +22,13 @@ def tree() -> Iterator[psutil.Process]:
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
     assert proc.stdout is not None
     proc.stdout.readline()  # the child is started
+    parent = psutil.Process(proc.pid)
+    asleep = lambda: all(  # noqa: E731  (past `print` and `exec` on a loaded machine too)
+        p.status() == psutil.STATUS_SLEEPING for p in (parent, *parent.children())
+    )
     try:
-        yield psutil.Process(proc.pid)
+        assert wait_for(asleep, 30)
+        yield parent
     finally:
         for process in psutil.Process(proc.pid).children(recursive=True):
             process.kill()
