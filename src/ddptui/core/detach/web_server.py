@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import os
 import secrets
 import shlex
 import signal
@@ -110,7 +111,7 @@ class SessionServer(Server):
                 await web.TCPSite(runner, self.host, self.port).start()
             except OSError as exc:
                 raise ServeError(
-                    f"cannot serve on {self.host}:{self.port}: {exc.strerror or exc} "
+                    f"cannot serve on {self.host}:{self.port}: {_why(exc)} "
                     "(another port: --port, another address: --host)"
                 ) from None
             print(
@@ -141,6 +142,13 @@ class SessionServer(Server):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(stopped), ENDED_POLL)
         return stopped.result()
+
+
+def _why(exc: OSError) -> str:
+    """Why a bind failed, without asyncio's wording around it."""
+    if exc.errno and exc.errno > 0 and not isinstance(exc, socket.gaierror):
+        return os.strerror(exc.errno)
+    return exc.strerror or str(exc)
 
 
 async def _end_relays() -> None:
