@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 from conftest import SCRIPTS, Runner, wait_for
-from detaching import Sessions, gone, sessions_fixture  # noqa: F401  (the fixture)
+from detaching import Sessions, gone, one_line, sessions_fixture  # noqa: F401  (the fixture)
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -150,6 +150,15 @@ def served_fixture(sessions: Sessions, ddptui: Runner) -> Iterator[tuple[str, Se
         served.stop()
 
 
+def opened(page: Page, server: Served) -> list[psutil.Process]:
+    """Open the page until it shows both ranks' prompts; the one relay serve started for it."""
+    page.driver.get(server.url)
+    assert page.shows("(Pdb r0)", "(Pdb r1)"), page.lines()
+    relays = server.relays()
+    assert len(relays) == 1, relays
+    return relays
+
+
 def state(ddptui: Runner) -> str:
     """`ddptui sessions`' line."""
     return ddptui.run("sessions", timeout=30).stdout
@@ -179,9 +188,7 @@ def test_a_session_that_ends_shows_its_summary_and_ends_serving(
     served: tuple[str, Served], page: Page, ddptui: Runner
 ) -> None:
     session, server = served
-    page.driver.get(server.url)
-    assert page.shows("(Pdb r1)"), page.lines()
-    relays = server.relays()
+    relays = opened(page, server)
     killed = ddptui.run("kill", session, timeout=60)
     assert killed.returncode == 0, killed.stderr
     assert page.shows("rank 0: paused at tests/scripts/steps.py:8 (ended by ddptui)"), page.lines()
@@ -192,30 +199,26 @@ def test_a_session_that_ends_shows_its_summary_and_ends_serving(
     assert gone(relays)
 
 
-def handshake(port: int, path: str, origin: str | None = None) -> tuple[int, bytes]:
-    """A websocket upgrade request: the status and body of the answer (the connection then closed)."""
+UPGRADE = {
+    "Upgrade": "websocket",
+    "Connection": "Upgrade",
+    "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+    "Sec-WebSocket-Version": "13",
+}
+
+
+def fetch(port: int, path: str, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+    """GET: the status and body (no body read for a websocket's 101; the connection then closed)."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    headers = {
-        "Upgrade": "websocket",
-        "Connection": "Upgrade",
-        "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
-        "Sec-WebSocket-Version": "13",
-    }
-    if origin is not None:
-        headers["Origin"] = origin
     with contextlib.closing(connection):
-        connection.request("GET", path, headers=headers)
+        connection.request("GET", path, headers=headers or {})
         answer = connection.getresponse()
         return answer.status, answer.read() if answer.status != 101 else b""
 
 
-def fetch(port: int, path: str) -> tuple[int, bytes]:
-    """GET: the status and body."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    with contextlib.closing(connection):
-        connection.request("GET", path)
-        answer = connection.getresponse()
-        return answer.status, answer.read()
+def handshake(port: int, path: str, origin: str | None = None) -> int:
+    """A websocket upgrade request's status."""
+    return fetch(port, path, UPGRADE if origin is None else {**UPGRADE, "Origin": origin})[0]
 
 
 def test_without_the_token_nothing_is_served_and_no_relay_starts(
@@ -226,12 +229,12 @@ def test_without_the_token_nothing_is_served_and_no_relay_starts(
     for path in ("/", "/?token=", f"/?token={token[:-1]}", f"/?token={token}x", "/?tok=" + token):
         assert fetch(port, path) == (403, b""), path
     for path in ("/ws/", "/ws/wrong", f"/ws/{token[:-1]}", f"/ws?token={token}"):
-        assert handshake(port, path)[0] in (403, 404), path
-    assert handshake(port, f"/ws/{token}", origin="http://evil.example")[0] == 403
+        assert handshake(port, path) in (403, 404), path
+    assert handshake(port, f"/ws/{token}", origin="http://evil.example") == 403
     assert server.relays() == []
     status, page = fetch(port, f"/?token={token}")
     assert status == 200 and f'data-session-websocket-url="ws://127.0.0.1:{port}/ws/{token}"'.encode() in page
-    assert handshake(port, f"/ws/{token}", origin=f"http://127.0.0.1:{port}")[0] == 101
+    assert handshake(port, f"/ws/{token}", origin=f"http://127.0.0.1:{port}") == 101
     assert wait_for(lambda: len(server.relays()) == 1, 30)  # the right token starts one
 
 
@@ -240,25 +243,12 @@ def test_ctrl_c_stops_serving_and_every_relay_and_the_session_runs_on(
     served: tuple[str, Served], page: Page, ddptui: Runner
 ) -> None:
     session, server = served
-    page.driver.get(server.url)
-    assert page.shows("(Pdb r1)"), page.lines()
-    relays = server.relays()
-    assert len(relays) == 1
+    relays = opened(page, server)
     status, out = server.stop()
     assert (status, out) == (0, "")
     assert gone(relays)
     assert wait_for(page.closed, 30)
     assert state(ddptui).startswith(f"{session}  {STEPS}  2 ranks: 0-1: paused at tests/scripts/steps.py:8 ")
-
-
-def one_line(ddptui: Runner, *args: str) -> str:
-    """Run ddptui; it must fail with status 2 and one line on stderr, which is returned."""
-    result = ddptui.run(*args, timeout=60)
-    assert result.returncode == 2, result.stdout + result.stderr
-    assert result.stdout == ""
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("ddptui: error: "), result.stderr
-    return lines[0].removeprefix("ddptui: error: ")
 
 
 @pytest.mark.parametrize(
