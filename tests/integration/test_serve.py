@@ -12,6 +12,7 @@ import select
 import shutil
 import signal
 import socket
+import subprocess
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -283,3 +284,17 @@ def test_a_busy_port_and_an_ended_session_are_one_line(sessions: Sessions, ddptu
     process.kill()  # the session's watchdog ends its ranks
     assert gone([process, *ranks])
     assert one_line(ddptui, "serve", session) == f"session {session} has ended (its process is gone)"
+
+
+def test_a_tab_whose_session_is_gone_is_told_so_and_closed(sessions: Sessions, ddptui: Runner) -> None:
+    relay = subprocess.run(
+        ddptui.argv("join", "--web", "abcdef"), input=b"", capture_output=True, env=ddptui.env, timeout=60
+    )
+    said = b"ddptui: error: no session abcdef (ddptui sessions lists them)\r\n"
+    exit_meta = b'{"type": "exit"}'
+    assert relay.stdout == (
+        b"__GANGLION__\n"
+        + b"D" + len(said).to_bytes(4, "big") + said
+        + b"M" + len(exit_meta).to_bytes(4, "big") + exit_meta
+    )  # fmt: skip
+    assert (relay.returncode, relay.stderr) == (2, b"")
