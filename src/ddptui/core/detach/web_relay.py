@@ -175,7 +175,10 @@ def _joined(tab: Tab, session: str | None, environ: Mapping[str, str]) -> int:
         tab.show(f"ddptui: error: {exc}\r\n".encode())
         return 2
     try:
-        tab.watch(client, *size_from(environ))
+        try:
+            tab.watch(client, *size_from(environ))
+        except OSError as exc:  # the session's socket, or the tab's end of standard input
+            tab.left.lost = f"the session is gone ({exc.strerror or exc})"
         if not tab.closed:
             tab.show(viewer.LEAVE.encode() + tab.last_line(client.entry.id).encode())
     finally:
