@@ -76,6 +76,15 @@ class Page:
         """Type into the terminal, as a user whose keyboard is on the page."""
         self.driver.find_element(By.CSS_SELECTOR, ".xterm-helper-textarea").send_keys(key)
 
+    def fills(self) -> bool:
+        """True when the app is drawn at the terminal's size: its footer on the last row, a pane's
+        border in the last column."""
+        lines, columns = (
+            self.lines(),
+            int(self.driver.execute_script("return window.ddptuiView.terminal.cols")),
+        )
+        return "Quit" in lines[-1] and max(len(line) for line in lines) == columns
+
     def closed(self) -> bool:
         """True once the page says its connection closed."""
         return "-closed" in str(self.driver.execute_script("return document.body.className"))
@@ -177,6 +186,9 @@ def test_the_page_shows_the_app_f10_steps_the_ranks_and_ctrl_d_leaves(
     page.press(Keys.F10)
     assert page.shows("rank 1 · paused at tests/scripts/steps.py:9", "(Pdb r1) n"), page.lines()
     assert "0-1: paused at tests/scripts/steps.py:9 " in state(ddptui)
+    assert wait_for(page.fills, 30), page.lines()
+    page.driver.set_window_size(1500, 1000)  # the tab's terminal grows: the app follows it
+    assert wait_for(page.fills, 30), page.lines()
     page.press(Keys.CONTROL + "d")
     assert page.shows(f"ddptui: detached from session {session}: reload the page to open it again")
     assert wait_for(page.closed, 30)
