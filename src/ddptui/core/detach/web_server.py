@@ -106,6 +106,7 @@ class SessionServer(Server):
         start)."""
         runner = web.AppRunner(await self._make_app(), access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
         await runner.setup()
+        why = ""
         try:
             try:
                 await web.TCPSite(runner, self.host, self.port).start()
@@ -119,9 +120,10 @@ class SessionServer(Server):
                 "(Ctrl+C stops serving; the session runs on)",
                 flush=True,
             )
-            return await self._until_stopped()
+            why = await self._until_stopped()
+            return why
         finally:
-            await _end_relays()
+            await _end_relays(grace=RELAY_TIMEOUT if why else 0)  # an ended session's: their summary
             await runner.cleanup()
             await _end_relays()  # any a tab started while the server closed
 
@@ -151,23 +153,30 @@ def _why(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-async def _end_relays() -> None:
-    """End every relay this process started (SIGTERM, then SIGKILL after RELAY_TIMEOUT).
-
-    asyncio reaps them (each is its subprocess): this waits until they are gone, never reaps.
-    """
+async def _end_relays(grace: float = 0) -> None:
+    """End every relay this process started: those still running after `grace` seconds get
+    SIGTERM, and SIGKILL after RELAY_TIMEOUT more."""
     relays = psutil.Process().children(recursive=True)
+    await _gone(relays, grace)
     for process in relays:
-        with contextlib.suppress(psutil.Error):
-            process.terminate()
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + RELAY_TIMEOUT
-    while any(_runs(process) for process in relays) and loop.time() < deadline:
-        await asyncio.sleep(0.05)
+        if _runs(process):
+            with contextlib.suppress(psutil.Error):
+                process.terminate()
+    await _gone(relays, RELAY_TIMEOUT)
     for process in relays:
         if _runs(process):
             with contextlib.suppress(psutil.Error):
                 process.kill()
+
+
+async def _gone(processes: list[psutil.Process], timeout: float) -> None:
+    """Wait (at most `timeout` seconds) until none of `processes` runs.
+
+    asyncio reaps them (each is its subprocess): this waits until they are gone, never reaps.
+    """
+    deadline = asyncio.get_running_loop().time() + timeout
+    while any(_runs(process) for process in processes) and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.05)
 
 
 def _runs(process: psutil.Process) -> bool:
