@@ -102,8 +102,11 @@ class Tab:
                 data = os.read(self.fd_in, viewer.READ_SIZE)
                 if not data:
                     self.closed = True
-                for kind, payload in packets.feed(data):
-                    self._typed(client, kind, payload)
+                try:
+                    for kind, payload in packets.feed(data):
+                        self._typed(client, kind, payload)
+                except ValueError as exc:
+                    self.left.lost = f"the tab sent {exc}, not textual-serve's packets"
             if sock in ready:
                 try:
                     messages = client.received()
