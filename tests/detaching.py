@@ -60,6 +60,16 @@ class Sessions:
         return sorted(path.name for path in self.home.iterdir()) if self.home.exists() else []
 
 
+def one_line(ddptui: Runner, *args: str, stdin: str = "") -> str:
+    """Run ddptui; it must fail with exit status 2 and one line on stderr, which is returned."""
+    result = ddptui.run(*args, stdin=stdin, timeout=60)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ddptui: error: "), result.stderr
+    return lines[0].removeprefix("ddptui: error: ")
+
+
 def gone(processes: list[psutil.Process], timeout: float = 30) -> bool:
     """Wait until none of `processes` runs (a zombie counts as gone)."""
 

@@ -6,19 +6,9 @@ import os
 
 import pytest
 from conftest import SCRIPTS, Runner
-from detaching import Sessions, gone, sessions_fixture  # noqa: F401  (the fixture)
+from detaching import Sessions, gone, one_line, sessions_fixture  # noqa: F401  (the fixture)
 
 STEPS = str(SCRIPTS / "steps.py")
-
-
-def one_line(ddptui: Runner, *args: str, stdin: str = "") -> str:
-    """Run ddptui; it must fail with exit status 2 and one line on stderr, which is returned."""
-    result = ddptui.run(*args, stdin=stdin, timeout=60)
-    assert result.returncode == 2, result.stdout + result.stderr
-    assert result.stdout == ""
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("ddptui: error: "), result.stderr
-    return lines[0].removeprefix("ddptui: error: ")
 
 
 @pytest.mark.parametrize(

@@ -86,6 +86,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return attach(argv[1:])
     if argv[:1] and argv[0] in detached.COMMANDS:  # sessions started with --detach
+        if argv[0] == "serve":
+            from ddptui.ui.web_server import serve  # textual-serve and aiohttp: for serve only
+
+            return detached.main(argv, serve)
         return detached.main(argv)
     try:
         spec, options = listen_spec(argv[1:]) if argv[:1] == ["listen"] else parse_spec(argv)

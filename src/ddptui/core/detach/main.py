@@ -1,4 +1,4 @@
-"""`ddptui sessions`, `ddptui join`, `ddptui kill`: the commands that reach detached sessions."""
+"""`ddptui sessions`, `join`, `kill`, `serve`: the commands that reach detached sessions."""
 
 from __future__ import annotations
 
@@ -8,18 +8,20 @@ import math
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import NoReturn
 
 from ddptui.core.commands import batch_input
 from ddptui.core.commands.batch_input import STDIN, BatchInputError
-from ddptui.core.detach import places, viewer
+from ddptui.core.detach import places, viewer, web_relay
 from ddptui.core.detach.client import Client, JoinError
 from ddptui.core.detach.places import Entry, PlaceError
 from ddptui.core.detach.start import DetachError
 from ddptui.core.model.text import inert
 
-COMMANDS = ("sessions", "join", "kill")
+COMMANDS = ("sessions", "join", "kill", "serve")
+Serving = Callable[[Entry, str, int], str]
+"""Serves a session (its entry, a host, a port) to browsers until stopped; what to say then."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -58,14 +60,17 @@ def check_options(options: argparse.Namespace) -> None:
         raise DetachError("--detach runs without --batch: drive the session with ddptui join --batch FILE")
 
 
-def main(argv: Sequence[str]) -> int:
-    """`ddptui sessions|join|kill ...`: one line and status 2 for bad input."""
+def main(argv: Sequence[str], serving: Serving | None = None) -> int:
+    """`ddptui sessions|join|kill|serve ...`: one line and status 2 for bad input. `serving` serves
+    a session to browsers until it is stopped (the ddptui command's: `ui.web_server.serve`)."""
     command, rest = argv[0], list(argv[1:])
     try:
         if command == "sessions":
             return sessions(rest)
         if command == "join":
             return join(rest)
+        if command == "serve":
+            return serve(rest, serving)
         return kill(rest)
     except (DetachError, PlaceError, JoinError, BatchInputError) as exc:
         print(f"ddptui: error: {exc}", file=sys.stderr)
@@ -116,8 +121,13 @@ def join(argv: list[str]) -> int:
     parser.add_argument(
         "--read-only", action="store_true", help="watch the app without typing into it (Ctrl+D leaves)"
     )
+    parser.add_argument("--web", action="store_true", help=argparse.SUPPRESS)  # ddptui serve's, per tab
     parser.add_argument("id", nargs="?", help="the session (default: the only one that runs)")
     options = parser.parse_args(argv)
+    if options.web:
+        if options.batch is not None:
+            raise DetachError("--web and --batch do not go together")
+        return web_relay.relay(options.id, sys.stdout.buffer)
     if options.batch is None:
         entry = places.find(options.id)
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -157,6 +167,35 @@ def kill(argv: list[str]) -> int:
         client.close()
     print("".join(f"{text}\n" for text in ended.summary), end="", flush=True)
     return 0
+
+
+def serve(argv: list[str], serving: Serving | None) -> int:
+    """Serve a session to browsers until Ctrl+C or its end; the session runs on."""
+    parser = Parser(
+        prog="ddptui serve",
+        description="Open a detached session in the browser: serve its app with textual-serve, each "
+        "tab joined to the session, behind a fresh token printed once in the URL. Ctrl+C stops "
+        "serving; the session and its ranks run on.",
+    )
+    parser.add_argument("id", nargs="?", help="the session (default: the only one that runs)")
+    parser.add_argument("--host", default="127.0.0.1", help="the address to serve on (default 127.0.0.1)")
+    parser.add_argument("--port", type=_port, default=8000, help="the port to serve on (default 8000)")
+    options = parser.parse_args(argv)
+    entry = places.find(options.id)
+    Client(entry).close()  # the session answers, and its token is the one in its file
+    if serving is None:
+        raise DetachError("this front end cannot serve a session to a browser")
+    why = serving(entry, options.host, options.port)
+    if why:
+        print(f"ddptui: {why}", flush=True)
+    return 0
+
+
+def _port(text: str) -> int:
+    """A TCP port number, 1 to 65535; argparse says what else is not one."""
+    if not (text.isdigit() and 0 < int(text) < 65536):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (1 to 65535)")
+    return int(text)
 
 
 def _lines(source: str) -> Iterator[str]:

@@ -10,12 +10,14 @@ always restored, and the session and its ranks stay as they are unless the sessi
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import select
 import signal
 import sys
 import termios
 import tty
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
 
@@ -87,7 +89,8 @@ def _relay(client: Client, fd_in: int, fd_out: int, wake: int, left: Left, read_
     """Keys to the session, its screen to the terminal, until something makes the view leave."""
     messages = client.pending()
     sock = client.fileno()
-    while not _take(messages, fd_out, left):
+    show = functools.partial(_write, fd_out)
+    while not take(messages, show, left):
         if left.signal:
             return
         try:
@@ -123,12 +126,13 @@ def _relay(client: Client, fd_in: int, fd_out: int, wake: int, left: Left, read_
             return
 
 
-def _take(messages: list[wire.Message], fd_out: int, left: Left) -> bool:
-    """Show what the session sent; True when the view is to leave."""
+def take(messages: list[wire.Message], show: Callable[[bytes], None], left: Left) -> bool:
+    """Show what the session sent (`show` gets the screen's bytes); True when the view is to
+    leave, and why in `left`."""
     for message in messages:
         if isinstance(message, wire.Screen):
             with contextlib.suppress(wire.WireError):
-                _write(fd_out, wire.decode_bytes(message.data))
+                show(wire.decode_bytes(message.data))
         elif isinstance(message, wire.Leave):
             left.detached = True
             return True
