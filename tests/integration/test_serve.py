@@ -20,7 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 from conftest import SCRIPTS, Runner, wait_for
-from detaching import Sessions, gone, one_line, sessions_fixture  # noqa: F401  (the fixture)
+from detaching import DETACHED, Sessions, gone, one_line, sessions_fixture  # noqa: F401  (the fixture)
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -310,3 +310,38 @@ def test_a_tab_whose_session_is_gone_is_told_so_and_closed(sessions: Sessions, d
         + b"M" + len(exit_meta).to_bytes(4, "big") + exit_meta
     )  # fmt: skip
     assert (relay.returncode, relay.stderr) == (2, b"")
+
+
+@needs_chromium
+def test_web_starts_a_detached_session_and_serves_it(sessions: Sessions, page: Page, ddptui: Runner) -> None:
+    port = free_port()
+    process = ddptui.popen("--web", f"127.0.0.1:{port}", "--stall-timeout", "3", STEPS)
+    assert process.stdout is not None
+    lines = [process.stdout.readline() for _ in range(2)]  # the session's line, then the URL
+    found = DETACHED.match(lines[0].strip())
+    assert found, lines
+    session = found.group(1)
+    prefix = f"ddptui: session {session} in the browser: http://127.0.0.1:{port}/?token="
+    assert lines[1].startswith(prefix), lines
+    page.driver.get(lines[1].split()[6])
+    assert page.shows("(Pdb r0)", "(Pdb r1)"), page.lines()
+    page.press(Keys.F10)
+    assert page.shows("rank 1 · paused at tests/scripts/steps.py:9"), page.lines()
+    process.send_signal(signal.SIGINT)  # serving stops; the session runs on
+    assert process.wait(timeout=60) == 0
+    assert "0-1: paused at tests/scripts/steps.py:9 " in state(ddptui)
+
+
+def test_web_with_a_busy_port_or_a_bad_address_starts_nothing(sessions: Sessions, ddptui: Runner) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        said = one_line(ddptui, "--web", f"127.0.0.1:{port}", STEPS)
+        assert said == f"--web {port} is busy on 127.0.0.1: Address already in use"
+    assert (
+        one_line(ddptui, "--web", "127.0.0.1:http", STEPS)
+        == "--web 127.0.0.1:http: 'http' is not a port (1 to 65535)"
+    )
+    assert one_line(ddptui, "--web", "0", STEPS) == "--web 0: '0' is not a port (1 to 65535)"
+    assert sessions.files() == []

@@ -21,7 +21,7 @@ from ddptui.core.detach import main as detached
 from ddptui.core.detach.screen import DEFAULT_SIZE
 from ddptui.core.detach.start import Detached, DetachError, detach
 from ddptui.core.session.session import Session
-from ddptui.core.transport.launch import LaunchError, LaunchSpec
+from ddptui.core.transport.launch import LaunchError, LaunchSpec, check_port
 from ddptui.core.transport.logs import check_log_dir
 
 
@@ -107,8 +107,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             make = functools.partial(app_context, options=options)
             size = shutil.get_terminal_size(DEFAULT_SIZE)
             job = Detached(spec, make, ServedApp, options.detached_timeout, not options.no_collapse, size)
-            print(detach(job))
-            return 0
+            web: tuple[str, int] | None = options.web
+            if web is not None:  # a busy port is said before the session starts
+                check_port(web[0], web[1], option="--web")
+            session_id, started = detach(job)
+            print(started, flush=True)
+            if web is None:
+                return 0
+            from ddptui.ui.web_server import serve
+
+            return detached.main(["serve", session_id, "--host", web[0], "--port", str(web[1])], serve)
         if options.batch is None and not (sys.stdin.isatty() and sys.stdout.isatty()):
             if not options.demo:
                 raise UsageError(

@@ -20,6 +20,7 @@ from ddptui.core.detach.start import DetachError
 from ddptui.core.model.text import inert
 
 COMMANDS = ("sessions", "join", "kill", "serve")
+WEB_HOST, WEB_PORT = "127.0.0.1", 8000
 Serving = Callable[[Entry, str, int], str]
 """Serves a session (its entry, a host, a port) to browsers until stopped; what to say then."""
 
@@ -41,6 +42,15 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "(then: ddptui sessions, ddptui join ID, ddptui kill ID)",
     )
     parser.add_argument(
+        "--web",
+        nargs="?",
+        const=f"{WEB_HOST}:{WEB_PORT}",
+        default=None,
+        metavar="[HOST:]PORT",
+        help=f"--detach, then serve the session to a browser here as ddptui serve does (default "
+        f"{WEB_HOST}:{WEB_PORT}; Ctrl+C stops serving, the session runs on)",
+    )
+    parser.add_argument(
         "--detached-timeout",
         type=float,
         default=None,
@@ -50,7 +60,10 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 
 def check_options(options: argparse.Namespace) -> None:
-    """DetachError for `--detach` options that do not go together."""
+    """DetachError for `--detach` options that do not go together; `--web` means `--detach` too."""
+    if options.web is not None:
+        options.web = web_address(options.web)
+        options.detach = True
     timeout = options.detached_timeout
     if timeout is not None and (not math.isfinite(timeout) or timeout <= 0):
         raise DetachError(f"--detached-timeout must be a positive number of seconds, not {timeout}")
@@ -58,6 +71,15 @@ def check_options(options: argparse.Namespace) -> None:
         raise DetachError("--detached-timeout applies to --detach sessions only")
     if options.detach and options.batch is not None:
         raise DetachError("--detach runs without --batch: drive the session with ddptui join --batch FILE")
+
+
+def web_address(text: str) -> tuple[str, int]:
+    """`--web`'s `[HOST:]PORT` (DetachError: not one)."""
+    host, _, port = text.rpartition(":")
+    try:
+        return host or WEB_HOST, _port(port)
+    except argparse.ArgumentTypeError as exc:
+        raise DetachError(f"--web {text}: {exc}") from None
 
 
 def main(argv: Sequence[str], serving: Serving | None = None) -> int:
@@ -178,8 +200,10 @@ def serve(argv: list[str], serving: Serving | None) -> int:
         "serving; the session and its ranks run on.",
     )
     parser.add_argument("id", nargs="?", help="the session (default: the only one that runs)")
-    parser.add_argument("--host", default="127.0.0.1", help="the address to serve on (default 127.0.0.1)")
-    parser.add_argument("--port", type=_port, default=8000, help="the port to serve on (default 8000)")
+    parser.add_argument("--host", default=WEB_HOST, help=f"the address to serve on (default {WEB_HOST})")
+    parser.add_argument(
+        "--port", type=_port, default=WEB_PORT, help=f"the port to serve on (default {WEB_PORT})"
+    )
     options = parser.parse_args(argv)
     entry = places.find(options.id)
     Client(entry).close()  # the session answers, and its token is the one in its file

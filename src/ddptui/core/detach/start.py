@@ -63,8 +63,8 @@ class Detached:
     """The app's terminal size until a client watches (the starting terminal's)."""
 
 
-def detach(job: Detached) -> str:
-    """Start the session process; returns the line that says how to reach it (DetachError)."""
+def detach(job: Detached) -> tuple[str, str]:
+    """Start the session process; returns its id and what says how to reach it (DetachError)."""
     try:
         directory = places.checked_home(create=True)
     except places.PlaceError as exc:
@@ -90,7 +90,7 @@ def detach(job: Detached) -> str:
         f"ddptui: session {session_id} runs {script_of(job.spec)} ({ranks}) detached: "
         f"ddptui join {session_id} opens it, ddptui kill {session_id} ends it"
     )
-    return f"{line}\n{listening}" if listening else line
+    return session_id, f"{line}\n{listening}" if listening else line
 
 
 def script_of(spec: LaunchSpec) -> str:
