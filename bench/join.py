@@ -223,7 +223,9 @@ class Sides:
             started += app.children(recursive=True)
             server = psutil.Process(int(tmux("display-message", "-p", "#{pid}")))
             parts = {"app": [app, *pump_of(app)], "tmux": [server, client.process]}
-            self.spent["direct"].append(flood(client, PartClock(parts), self.results, self.args, side))
+            with self.profiled(direct=app):
+                spent = flood(client, PartClock(parts), self.results, self.args, side)
+            self.spent["direct"].append(spent)
         finally:
             if client is not None:
                 client.close()

@@ -77,6 +77,7 @@ def busiest(raw: Path, title: str) -> str:
     """The functions with most samples in a py-spy raw file: on top of the stack, and anywhere on it."""
     own: Counter[str] = Counter()
     total: Counter[str] = Counter()
+    files: Counter[str] = Counter()
     samples = 0
     for line in raw.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
@@ -85,12 +86,18 @@ def busiest(raw: Path, title: str) -> str:
         frames = stack.split(";")
         samples += int(count)
         own[frames[-1]] += int(count)
+        files[source_file(frames[-1])] += int(count)
         for frame in set(frames):
             total[frame] += int(count)
     if not samples:
         return f"\npy-spy {title}: no samples"
     out = [f"\npy-spy {title}: {samples} samples at {RATE}/s while running ({samples / RATE:.1f} s)"]
-    for heading, counts in (("own", own), ("on the stack", total)):
+    for heading, counts in (("own", own), ("file, own", files), ("on the stack", total)):
         out.append(f"  by {heading}:")
         out += [f"    {100 * n / samples:5.1f} %  {frame}" for frame, n in counts.most_common(TOP)]
     return "\n".join(out)
+
+
+def source_file(frame: str) -> str:
+    """The file of a py-spy frame (`function (package/file.py:line)`)."""
+    return frame.rpartition(" (")[2].rstrip(")").rpartition(":")[0]
