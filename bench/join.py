@@ -56,7 +56,6 @@ from ui_flood import (
     Side,
     Terminal,
     TmuxClient,
-    cell,
     figures,
     flood_terminal,
     kill_tmux,
@@ -347,14 +346,15 @@ def rows(spent: dict[str, Spent]) -> Callable[[Side], list[tuple[str, float, str
     return of
 
 
+def ratio(a: float, b: float) -> float | None:
+    """a / b for JSON (None when either is missing or b is 0)."""
+    return number(a / b) if b and not math.isnan(a) and not math.isnan(b) else None
+
+
 def summary(
     direct: Side, joined: Side, spent: dict[str, Spent], args: argparse.Namespace
 ) -> dict[str, object]:
     """The figures for `--json`: each side's (ui_flood's names) and the join/direct ratios."""
-
-    def ratio(a: float, b: float) -> float | None:
-        return number(a / b) if b and not math.isnan(a) and not math.isnan(b) else None
-
     sides = {
         side.name: side_summary(side)
         | {
@@ -430,7 +430,8 @@ def run(args: argparse.Namespace, tmp: Path) -> tuple[Side, Side, dict[str, Spen
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run both sides, print the table (with `--json`: on stderr, the JSON on stdout)."""
+    """Run both sides, print the table (with `--json`: on stderr, the JSON on stdout); one line
+    and a non-zero status when it cannot."""
     args = parse_args(argv)
     if shutil.which("tmux") is None:
         print("bench/join.py: tmux is not installed", file=sys.stderr)
@@ -439,13 +440,28 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.pop(name, None)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, interrupted)
+    try:
+        return measure(args)
+    except KeyboardInterrupt:
+        print("bench/join.py: interrupted; every session and process it started is ended", file=sys.stderr)
+        return 130
+    except subprocess.CalledProcessError as exc:
+        print(f"bench/join.py: {' '.join(exc.cmd[:4])} ... failed: {exc.stderr.strip()}", file=sys.stderr)
+        return 1
+    except (RuntimeError, TimeoutError, OSError) as exc:
+        print(f"bench/join.py: {exc}", file=sys.stderr)
+        return 1
+
+
+def measure(args: argparse.Namespace) -> int:
+    """Both sides in a fresh temp dir (the sessions' `$XDG_RUNTIME_DIR` too), then the report."""
     stdout = sys.stdout
     args.load = os.getloadavg()[0]
     with (
         contextlib.redirect_stdout(sys.stderr if args.json else stdout),
         tempfile.TemporaryDirectory(prefix="dj-", dir="/tmp") as tmp,
     ):
-        os.environ["XDG_RUNTIME_DIR"] = tmp  # the sessions' place: short (a socket path) and the bench's own
+        os.environ["XDG_RUNTIME_DIR"] = tmp  # short (a socket path goes in it) and the bench's own
         print(f"{args.ranks} ranks x {args.mib:g} MiB, {SIZE[0]}x{SIZE[1]}, {os.cpu_count()} CPUs,", end=" ")
         print(f"load {args.load:.2f}", flush=True)
         try:
@@ -455,12 +471,14 @@ def main(argv: list[str] | None = None) -> int:
             for pid in left:
                 with contextlib.suppress(psutil.Error):
                     psutil.Process(pid).kill()
+        if left:
+            joined.notes.append(f"processes left after both sides, killed: {left}")
         print_table(joined, direct, rows(spent))
         for side in (direct, joined):
-            for note in side.notes + ([f"processes left: {left}"] if left else []):
+            for note in side.notes:
                 print(f"note ({side.name}): {note}")
-        p99 = pct(joined.screen_ms, 99) / pct(direct.screen_ms, 99)
-        print(f"\nkey → screen p99 through join / direct: {cell(p99, '.2f')}")
+        p99 = ratio(pct(joined.screen_ms, 99), pct(direct.screen_ms, 99))
+        print(f"\nkey → screen p99 through join / direct: {'-' if p99 is None else f'{p99:.2f}'}")
     if args.json:
         json.dump(summary(direct, joined, spent, args), stdout)
         stdout.write("\n")
