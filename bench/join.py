@@ -15,17 +15,19 @@ Once the app shows, F2 puts typing on the command line; keys are typed into the 
 pty, and a key's latency is until the typed character shows up in the client's output (so both
 sides include tmux's own time, and the join side the relay both ways). N ranks (8) each print M
 MiB (8) of log as in ui_flood.py; the **drain time** is how long a rank took to get its bytes
-out. The window ends when every UI process (the app or the session, its pty pump, the `join`
-process, the tmux server and client) together used under 10% of a core for 100 ms.
+out. The window (`go→idle`) ends when the screen shows every rank's pdb prompt, the last thing
+the flood draws (the app shows 8 panes at most); `catch-up` is its part after the last write.
 
-Below the table: the CPU of each part in the window and the bytes the app drew (the session's
-writes to its pty, what the join process wrote to its terminal, and the write calls that took:
-one a `Screen` message). `ratio` is join / direct. `--rounds 2` alternates the sides and pools
-their samples; `--quick` is a smoke run (2 ranks x 1 MiB, one round); `--json` prints the figures
-as one JSON object on stdout (the rest on stderr); `--py-spy DIR` records the session and join
-processes with py-spy during the join side's window (slows them: for where time goes, not for
-the figures) and prints their busiest functions. Every session, tmux server and process the
-bench starts is ended before it exits, on an error or Ctrl+C too.
+Below ui_flood's rows: the CPU of each part in the window (`app`: the app's process, or the
+session's, with its pty pump; `join`: the join process; `tmux`: server and client), and what the
+app drew: the bytes the app wrote to its terminal (direct) or the join process wrote to its own
+(join: the relayed frames, one write a `Screen` message). `ratio` is join / direct. `--rounds N`
+(2) alternates the sides and pools their samples; `--quick` is a smoke run (2 ranks x 1 MiB, one
+round); `--json` prints the figures as one JSON object on stdout (the rest on stderr);
+`--py-spy DIR` records the direct app, the session and the join process with py-spy in their
+windows (it pauses them at each sample: for where time goes, not for figures) and prints their
+busiest functions and files. Every session, tmux server and process the bench starts is ended
+before it exits, on an error or Ctrl+C too.
 """
 
 from __future__ import annotations
