@@ -27,6 +27,10 @@ minute), and collects their figures:
 8. the core's instructions per lockstep step at 1 and 4 ranks, counted under valgrind
    (`bench/core_cost.py`): `Session.broadcast` against a bare asyncio loop over stock-pdb ranks.
    No goal in the issue: what the core's own work a step is, where timings move too much to say.
+9. what `ddptui join` costs (`bench/join.py`): key -> screen latency at rest and during the 8-rank
+   flood of item 3, and the ranks' drain time, for the app seen through `ddptui join` (a
+   `--detach` session relayed over its socket) against the same app in its own terminal, both in
+   a real tmux terminal, in the same run. No goal in the issue: the relay's price.
 
 The scripts' own progress goes to standard error as they run; the table (with the machine: cores,
 CPU model, load average, date, Python) follows. `--json` prints everything (the table's rows and
@@ -66,6 +70,7 @@ ITEMS = {
     6: "step over calls",
     7: "rank instructions",
     8: "core instructions",
+    9: "join",
 }
 FLOOD_GOAL_MS = 50.0
 IDLE_GOAL_PCT = 2.0
@@ -427,6 +432,38 @@ def core_cost_lines(data: Any, note: str) -> list[Line]:
     ]
 
 
+# -- item 9: ddptui join ----------------------------------------------------------------------------
+JOIN_ROWS = (
+    ("key->screen p50 at rest", "key_screen_idle_p50_ms", "ms", 1),
+    ("key->screen p50, {ranks} flooding", "key_screen_p50_ms", "ms", 1),
+    ("key->screen p99, {ranks} flooding", "key_screen_p99_ms", "ms", 1),
+    ("drain {ranks} ranks (max)", "drain_max_s", "s", 2),
+)
+"""Item 9's rows: title, the figure's key in each side of bench/join.py's JSON, unit, digits."""
+
+
+def join_lines(data: Any, note: str) -> list[Line]:
+    """The app through `ddptui join` against the app in its own terminal, both in tmux."""
+    if data is None:
+        return [Line("9 join", "-", "-", "-", "(none)", "-", note)]
+    lines = []
+    for title, key, unit, digits in JOIN_ROWS:
+        ours, theirs = data["join"].get(key), data["direct"].get(key)
+        first = not lines
+        lines.append(
+            Line(
+                f"9 join {title.format(ranks=data['ranks'])}",
+                num(ours, unit, digits),
+                f"direct {num(theirs, unit, digits)}",
+                times(ratio(ours, theirs)),
+                "(none)" if first else "",
+                "-" if first else "",
+                load=load_of(data.get("load_before")) if first else "",
+            )
+        )
+    return lines
+
+
 # -- machine and table -----------------------------------------------------------------------------
 def machine() -> dict[str, Any]:
     """Where and when the run happened."""
@@ -504,7 +541,7 @@ def render(lines: list[Line], about: dict[str, Any]) -> str:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="1,2,3,4,5,6,7,8", help="items to run, e.g. 1,5 (all)")
+    parser.add_argument("--only", default="1,2,3,4,5,6,7,8,9", help="items to run, e.g. 1,5 (all)")
     parser.add_argument("--sizes", help="lockstep rank counts (4,16,64,256; --quick: 4,16)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes everywhere: a smoke run")
     parser.add_argument("--json", action="store_true", help="print everything as JSON (the table to stderr)")
@@ -514,9 +551,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     try:
         args.only = {int(item) for item in args.only.split(",") if item.strip()}
     except ValueError:
-        parser.error("--only takes item numbers 1-8, e.g. 1,5")
+        parser.error("--only takes item numbers 1-9, e.g. 1,5")
     if not args.only or not args.only <= set(ITEMS):
-        parser.error("--only takes item numbers 1-8, e.g. 1,5")
+        parser.error("--only takes item numbers 1-9, e.g. 1,5")
     args.sizes = args.sizes or ("4,16" if args.quick else "4,16,64,256")
     args.flood_rounds = args.flood_rounds or (1 if args.quick else 2)
     return args
@@ -561,6 +598,9 @@ def run_items(args: argparse.Namespace) -> dict[str, Any]:
     if 8 in args.only:
         data, note = run_json("core_cost.py", ["--steps", "50"] if args.quick else [])
         raw["core_cost"] = data or {"note": note}
+    if 9 in args.only:
+        data, note = run_json("join.py", ["--quick"] if args.quick else [])
+        raw["join"] = data or {"note": note}
     if 1 in args.only:  # last: stepping 256 ranks leaves the load average high for a minute
         steps = ["--steps", "10", "--batch-runs", "1", "--batch-steps", "50"] if args.quick else []
         data, note = run_json("lockstep.py", ["--sizes", args.sizes, *steps])
@@ -594,6 +634,8 @@ def table_lines(raw: dict[str, Any], only: set[int]) -> list[Line]:
         lines += rank_cost_lines(*split("rank_cost"))
     if "core_cost" in raw:
         lines += core_cost_lines(*split("core_cost"))
+    if "join" in raw:
+        lines += join_lines(*split("join"))
     return lines
 
 

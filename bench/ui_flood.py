@@ -689,26 +689,53 @@ def process_cpu(process: psutil.Process) -> float:
     return float(times.user + times.system)
 
 
-def tmux_idle(server: psutil.Process) -> bool:
-    """True when the server used under 10% of a core over 100 ms."""
-    before = process_cpu(server)
+@dataclass
+class Terminal:
+    """What draws a UI in a tmux client's terminal: how to read its CPU, and when it is idle."""
+
+    cpu: Callable[[], float]
+    """CPU seconds of the processes that draw (the window's CPU figure)."""
+    idle: Callable[[], bool]
+    """Whether they went idle (takes about 100 ms to say)."""
+    what: str
+    """Them, in words (for a note when they do not go idle)."""
+
+
+def processes_cpu(processes: list[psutil.Process]) -> float:
+    """CPU seconds of some processes (those gone count 0)."""
+    return sum(process_cpu(process) for process in processes)
+
+
+def processes_idle(processes: list[psutil.Process]) -> bool:
+    """True when these processes together used under 10% of a core over 100 ms."""
+    before = processes_cpu(processes)
     time.sleep(0.1)
-    return process_cpu(server) - before < 0.01
+    return processes_cpu(processes) - before < 0.01
 
 
 def flood_tmux(client: TmuxClient, server: psutil.Process, results: Path, ranks: int, side: Side) -> None:
     """With the window up and a client attached: type at rest, flood, type until tmux is idle."""
+    ui = Terminal(
+        cpu=lambda: processes_cpu([server, client.process]),
+        idle=lambda: processes_idle([server]),
+        what="tmux server",
+    )
+    flood_terminal(client, ui, results, ranks, side)
+
+
+def flood_terminal(client: TmuxClient, ui: Terminal, results: Path, ranks: int, side: Side) -> None:
+    """With the UI up in the attached client: type at rest, flood, type until the UI is idle."""
     wait_for(lambda: count(results, "ready") == ranks and client.probe.drawn > 0, 60, "tmux ranks")
     time.sleep(0.3)
     typist = Typist(client.send, client.probe)
     side.idle_ms = typist.idle(IDLE_TYPING)
-    clock = CpuClock(lambda: process_cpu(server) + process_cpu(client.process))
+    clock = CpuClock(ui.cpu)
     clock.start()
     client.probe.drawn = 0
     (results / "go").touch()
     typist.start()
     wait_for(lambda: count(results, "done") == ranks, 600, "ranks to finish writing")
-    settle_tmux(server, side)
+    settle_terminal(ui, side)
     clock.stop(side)
     side.drawn = client.probe.drawn
     side.screen_ms, side.lost = typist.finish()
@@ -716,13 +743,13 @@ def flood_tmux(client: TmuxClient, server: psutil.Process, results: Path, ranks:
     side.ran_out = typist.ran_out
 
 
-def settle_tmux(server: psutil.Process, side: Side) -> None:
-    """Wait until the tmux server went idle (or note that it did not); time it."""
+def settle_terminal(ui: Terminal, side: Side) -> None:
+    """Wait until the UI went idle (or note that it did not); time it."""
     flooded = time.monotonic()
     try:
-        wait_for(lambda: tmux_idle(server), SETTLE_TIMEOUT, "tmux to go idle")
+        wait_for(ui.idle, SETTLE_TIMEOUT, f"{ui.what} to go idle")
     except TimeoutError:
-        side.notes.append(f"tmux server still busy {SETTLE_TIMEOUT:.0f} s after the flood")
+        side.notes.append(f"{ui.what} still busy {SETTLE_TIMEOUT:.0f} s after the flood")
     side.catch_up = time.monotonic() - flooded
 
 
@@ -737,11 +764,16 @@ def run_tmux(script: Path, results: Path, args: argparse.Namespace) -> Side:
     finally:
         if client is not None:
             client.close()
-        subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True, check=False)
-        socket_dir = Path(os.environ.get("TMUX_TMPDIR") or "/tmp", f"tmux-{os.getuid()}")
-        socket_dir.joinpath(SOCKET).unlink(missing_ok=True)  # tmux 3.3 leaves it behind
+        kill_tmux()
     read_drains(results, side)
     return side
+
+
+def kill_tmux() -> None:
+    """End the bench's private tmux server (if it runs) and remove its socket."""
+    subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True, check=False)
+    socket_dir = Path(os.environ.get("TMUX_TMPDIR") or "/tmp", f"tmux-{os.getuid()}")
+    socket_dir.joinpath(SOCKET).unlink(missing_ok=True)  # tmux 3.3 leaves it behind
 
 
 # -- report ---------------------------------------------------------------------------------
@@ -789,10 +821,14 @@ def cell(value: float, fmt: str) -> str:
     return "-" if isinstance(value, float) and math.isnan(value) else format(value, fmt)
 
 
-def print_table(ours: Side, theirs: Side) -> None:
-    """The side-by-side figures with ddptui/tmux ratios."""
-    print(f"\n{'':<26} {'ddptui':>10} {'tmux':>10} {'ratio':>8}")
-    for (label, a, fmt), (_, b, _) in zip(figures(ours), figures(theirs), strict=True):
+def print_table(
+    ours: Side,
+    theirs: Side,
+    rows: Callable[[Side], list[tuple[str, float, str]]] = figures,
+) -> None:
+    """The side-by-side figures (`rows` of each side) with ours/theirs ratios."""
+    print(f"\n{'':<26} {ours.name:>10} {theirs.name:>10} {'ratio':>8}")
+    for (label, a, fmt), (_, b, _) in zip(rows(ours), rows(theirs), strict=True):
         ratio = a / b if b and not math.isnan(a) and not math.isnan(b) else math.nan
         if fmt == "d":
             print(f"{label:<26} {f'{a}/{ours.lost}':>10} {f'{b}/{theirs.lost}':>10}")
@@ -916,30 +952,34 @@ def run_rounds(script: Path, results: Path, args: argparse.Namespace) -> tuple[S
     return merge(rounds["ddptui"]), merge(rounds["tmux"])
 
 
+def number(value: float) -> float | None:
+    """A figure for JSON: rounded, None when missing."""
+    return None if math.isnan(value) else round(value, 4)
+
+
+def side_summary(s: Side) -> dict[str, object]:
+    """One side's figures for JSON: drain, CPU, windows, key → screen percentiles, notes."""
+    return {
+        "drain_median_s": number(pct(s.drains, 50)),
+        "drain_max_s": number(max(s.drains, default=math.nan)),
+        "cpu_s": number(s.cpu),
+        "window_s": number(s.window),
+        "catch_up_s": number(s.catch_up),
+        "machine_busy": number(s.busy),
+        "key_screen_idle_p50_ms": number(pct(s.idle_ms, 50)),
+        "key_screen_p50_ms": number(pct(s.screen_ms, 50)),
+        "key_screen_p99_ms": number(pct(s.screen_ms, 99)),
+        "key_screen_max_ms": number(max(s.screen_ms, default=math.nan)),
+        "key_screen_writing_p99_ms": number(pct(s.writing_ms, 99)),
+        "keys": len(s.screen_ms),
+        "keys_lost": s.lost,
+        "load_after": [round(x, 2) for x in s.loads],
+        "notes": s.notes,
+    }
+
+
 def summary(ours: Side, theirs: Side, args: argparse.Namespace, load: float) -> dict[str, object]:
     """The figures another script collects (`--json`): goals, latencies, drain and CPU ratios."""
-
-    def number(value: float) -> float | None:
-        return None if math.isnan(value) else round(value, 4)
-
-    def side(s: Side) -> dict[str, object]:
-        return {
-            "drain_median_s": number(pct(s.drains, 50)),
-            "drain_max_s": number(max(s.drains, default=math.nan)),
-            "cpu_s": number(s.cpu),
-            "window_s": number(s.window),
-            "catch_up_s": number(s.catch_up),
-            "machine_busy": number(s.busy),
-            "key_screen_idle_p50_ms": number(pct(s.idle_ms, 50)),
-            "key_screen_p50_ms": number(pct(s.screen_ms, 50)),
-            "key_screen_p99_ms": number(pct(s.screen_ms, 99)),
-            "key_screen_max_ms": number(max(s.screen_ms, default=math.nan)),
-            "key_screen_writing_p99_ms": number(pct(s.writing_ms, 99)),
-            "keys": len(s.screen_ms),
-            "keys_lost": s.lost,
-            "load_after": [round(x, 2) for x in s.loads],
-            "notes": s.notes,
-        }
 
     def ratio(a: float, b: float) -> float | None:
         return number(a / b) if b and not math.isnan(a) and not math.isnan(b) else None
@@ -953,8 +993,8 @@ def summary(ours: Side, theirs: Side, args: argparse.Namespace, load: float) -> 
         "drain_ratio_median": ratio(pct(ours.drains, 50), pct(theirs.drains, 50)),
         "drain_ratio_max": ratio(max(ours.drains, default=math.nan), max(theirs.drains, default=math.nan)),
         "cpu_ratio": ratio(ours.cpu, theirs.cpu),
-        "ddptui": side(ours) | {"key_handled_p50_ms": number(pct(ours.handled_ms, 50))},
-        "tmux": side(theirs),
+        "ddptui": side_summary(ours) | {"key_handled_p50_ms": number(pct(ours.handled_ms, 50))},
+        "tmux": side_summary(theirs),
     }
     if ours.loop is not None:
         loop = ours.loop
