@@ -13,6 +13,8 @@ from ddptui.core.detach.wire import Message, Output
 
 KEPT = 1 << 20
 """Characters of text kept while no client's line runs; the oldest go first."""
+CHUNK = 1 << 16
+"""Characters of text in one `Output`: escaped at most 6 bytes each (`\\u001b`), under `MAX_LINE`."""
 DROPPED = "ddptui: ... earlier text not kept while no client was joined\n"
 
 
@@ -27,6 +29,13 @@ class Joined:
         """Send one message, unless the client has left."""
         if not self.gone:
             self._send(message.encode())
+
+
+def send_text(client: Joined, text: str) -> None:
+    """Send transcript text as `Output`s of at most `CHUNK` characters (each one line under
+    `wire.MAX_LINE`, however much JSON escapes it)."""
+    for start in range(0, len(text), CHUNK):
+        client.send(Output(text[start : start + CHUNK]))
 
 
 class Relay(io.TextIOBase):
@@ -59,7 +68,7 @@ class Relay(io.TextIOBase):
         if self.client is None:
             self._keep(text)
         else:
-            self.client.send(Output(text))
+            send_text(self.client, text)
 
     def to(self, client: Joined | None) -> None:
         """Send what follows to `client` (None: keep it), first what was kept for it."""
@@ -69,7 +78,7 @@ class Relay(io.TextIOBase):
             return
         kept = (DROPPED if self._dropped else "") + "".join(self._kept)
         self._kept, self._kept_size, self._dropped = [], 0, False
-        client.send(Output(kept))
+        send_text(client, kept)
 
     def _keep(self, text: str) -> None:
         """Keep text for the next client, dropping the oldest past `KEPT` characters."""
