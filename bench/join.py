@@ -5,7 +5,8 @@ from it), made twice in the same run, each time with the real app in a real term
 tmux server's 200x50 window (status line off) with a tmux client attached in a pty the bench
 drains:
 
-* **direct**: the window runs `ddptui --nproc-per-node N SCRIPT`: the app in its own terminal;
+* **direct**: the window runs `ddptui --no-session --nproc-per-node N SCRIPT`: the app in its own
+  terminal, in the process the terminal started;
 * **join**: `ddptui --detach --nproc-per-node N SCRIPT` starts a session (in a fresh
   `$XDG_RUNTIME_DIR`), and the window runs `ddptui join ID`: the same app, drawn on the session's
   pty and relayed to the joined terminal as `Screen` messages (JSON lines, base64 bytes), its
@@ -160,7 +161,7 @@ class Sides:
         """The app in its own terminal."""
         side, client, started = Side("direct"), None, []
         try:
-            argv = ddptui_argv("--nproc-per-node", str(self.args.ranks), str(self.script))
+            argv = ddptui_argv("--no-session", "--nproc-per-node", str(self.args.ranks), str(self.script))
             app = open_window(argv, flood_env(self.results, self.args))
             started = [app]
             client = TmuxClient(Probe())

@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from conftest import ROOT, Runner, wait_for
 
@@ -23,8 +24,11 @@ class Tmux:
     def __init__(self, runner: Runner, *args: str, size: tuple[int, int] = (200, 50), env: str = "") -> None:
         """Run `ddptui ARGS` in a new window of `size`, with `env` (`NAME=VALUE ...`) added."""
         self.socket = f"ddptui-test-{uuid.uuid4().hex[:8]}"
-        self.status = runner.tmpdir / "status"
-        self.stty = (runner.tmpdir / "stty-before", runner.tmpdir / "stty-after")
+        self.status = runner.tmpdir / f"status-{self.socket}"
+        self.stty = (
+            runner.tmpdir / f"stty-before-{self.socket}",
+            runner.tmpdir / f"stty-after-{self.socket}",
+        )
         """The terminal's settings (`stty -g`) before ddptui started and after it ended."""
         env = f"-u COLUMNS -u LINES TMPDIR={runner.tmpdir} {env}"  # the pytest plugins export COLUMNS=80
         command = " ".join([sys.executable, "-m", "ddptui", *args])
@@ -65,6 +69,17 @@ class Tmux:
         """End the tmux server."""
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
         self.socket_path.unlink(missing_ok=True)  # tmux leaves its socket file behind
+
+
+def app_process(ddptui: Runner) -> psutil.Process:
+    """The `ddptui` command the terminal's shell started (not the session process it forked)."""
+    found = [
+        process
+        for process in ddptui.leftovers()
+        if process.cmdline()[1:3] == ["-m", "ddptui"] and process.parent().name() in ("sh", "bash", "dash")
+    ]
+    assert len(found) == 1, found
+    return found[0]
 
 
 @pytest.fixture(name="tmux")

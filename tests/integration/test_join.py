@@ -121,3 +121,38 @@ def test_join_without_a_terminal_is_one_line(sessions: Sessions, ddptui: Runner)
         "ddptui: error: ddptui join needs a terminal; ddptui join --batch FILE drives a session without one\n"
     )
     assert psutil.pid_exists(sessions.process(session).pid)
+
+
+def test_a_session_started_in_a_terminal_can_be_left_and_joined_again(
+    tmux: type[Tmux], ddptui: Runner
+) -> None:
+    runtime = ddptui.tmpdir / "xdg"
+    runtime.mkdir(mode=0o700)
+    env = f"XDG_RUNTIME_DIR={runtime}"
+    term = tmux("--nproc-per-node", "2", STEPS, size=(160, 40), env=env)
+    assert term.shows("(Pdb r1)"), term.screen()
+    (entry,) = (runtime / "ddptui").glob("*.json")  # the session it runs in, which others may join
+    session = entry.stem
+    term.keys("F10")
+    assert wait_for(lambda: in_panes(term, AT_9) == 2, 30), term.screen()
+    term.keys("C-d")
+    assert term.exit_status() == 0
+    assert term.shows(f"ddptui: detached from session {session}: ddptui join {session} opens it again")
+    again = tmux("join", session, size=(160, 40), env=env)
+    assert wait_for(lambda: in_panes(again, AT_9) == 2, 30), again.screen()
+    again.keys("C-q")
+    assert again.shows("End 2 paused rank(s) and quit?"), again.screen()
+    again.keys("y")
+    assert again.exit_status(60) == 1
+    assert again.shows("rank 1: paused at tests/scripts/steps.py:9 (ended by ddptui)"), again.screen()
+    assert wait_for(lambda: not ddptui.leftovers(), 30), ddptui.leftovers()
+
+
+def test_no_session_runs_the_app_in_its_terminal_and_ctrl_d_says_so(tmux: type[Tmux], ddptui: Runner) -> None:
+    runtime = ddptui.tmpdir / "xdg"
+    runtime.mkdir(mode=0o700)
+    term = tmux("--no-session", "--nproc-per-node", "2", STEPS, env=f"XDG_RUNTIME_DIR={runtime}")
+    assert term.shows("(Pdb r1)"), term.screen()
+    assert not (runtime / "ddptui").exists() or not list((runtime / "ddptui").iterdir())
+    term.keys("C-d")
+    assert term.shows("it cannot be left running"), term.screen()

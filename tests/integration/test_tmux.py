@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import EXAMPLES, SCRIPTS, Runner, wait_for
-from terminal import Tmux, needs_tmux, tmux_fixture  # noqa: F401  (the fixture)
+from terminal import Tmux, app_process, needs_tmux, tmux_fixture  # noqa: F401  (the fixture)
 
 pytestmark = needs_tmux
 
@@ -66,9 +66,7 @@ def test_closing_the_terminal_ends_everything(tmux: type[Tmux], ddptui: Runner) 
 def test_app_killed_leaves_nothing_running(tmux: type[Tmux], ddptui: Runner, sig: signal.Signals) -> None:
     term = tmux("--nproc-per-node", "2", str(SCRIPTS / "children.py"))
     assert term.shows("(Pdb r1)"), term.screen()
-    app = [p for p in ddptui.leftovers() if p.cmdline()[1:3] == ["-m", "ddptui"]]
-    assert len(app) == 1
-    app[0].send_signal(sig)
+    app_process(ddptui).send_signal(sig)
     assert wait_for(lambda: not ddptui.leftovers(), 10.0), ddptui.leftovers()
     assert list(Path(ddptui.tmpdir).glob("ddptui-*")) == []
 
@@ -79,8 +77,7 @@ def test_app_ended_by_a_signal_prints_every_ranks_state(
 ) -> None:
     term = tmux("--nproc-per-node", "2", str(SCRIPTS / "steps.py"))
     assert term.shows("(Pdb r1)"), term.screen()
-    (app,) = [p for p in ddptui.leftovers() if p.cmdline()[1:3] == ["-m", "ddptui"]]
-    app.send_signal(sig)
+    app_process(ddptui).send_signal(sig)
     assert term.exit_status() == 1
     assert term.shows("rank 1: paused at tests/scripts/steps.py:8 (ended by ddptui)", 5), term.screen()
 
@@ -90,8 +87,7 @@ def test_a_hang_up_with_the_terminal_still_there_restores_it_and_says_why(
 ) -> None:
     term = tmux("--nproc-per-node", "2", str(SCRIPTS / "steps.py"))
     assert term.shows("(Pdb r1)"), term.screen()
-    (app,) = [p for p in ddptui.leftovers() if p.cmdline()[1:3] == ["-m", "ddptui"]]
-    app.send_signal(signal.SIGHUP)
+    app_process(ddptui).send_signal(signal.SIGHUP)
     assert term.exit_status() == 128 + signal.SIGHUP
     assert term.shows("rank 1: paused at tests/scripts/steps.py:8 (ended by ddptui)", 5), term.screen()
     before, after = term.stty

@@ -18,6 +18,7 @@ from ddptui.core.commands import batch, batch_input
 from ddptui.core.commands.batch_input import BatchInputError
 from ddptui.core.commands.context import Context
 from ddptui.core.detach import main as detached
+from ddptui.core.detach import places
 from ddptui.core.detach.screen import DEFAULT_SIZE
 from ddptui.core.detach.start import Detached, DetachError, detach
 from ddptui.core.session.session import Session
@@ -34,11 +35,35 @@ def batch_context(spec: LaunchSpec, options: argparse.Namespace) -> Context:
     return ctx
 
 
-def app_context(spec: LaunchSpec, options: argparse.Namespace) -> Context:
-    """The session of the app (ranks' line editing on: the user types into them), and its context."""
-    ctx = Context.of(Session(spec))
+def app_context(spec: LaunchSpec, options: argparse.Namespace, notes: Sequence[str] = ()) -> Context:
+    """The session of the app (ranks' line editing on: the user types into them), and its context;
+    `notes` are said in its command log (the app's screen hides what went to stderr)."""
+    session = Session(spec)
+    session.notices.extend(notes)
+    ctx = Context.of(session)
     ctx.max_stops = options.max_stops
     return ctx
+
+
+def run_owned(spec: LaunchSpec, options: argparse.Namespace, notes: Sequence[str]) -> int | None:
+    """The app in a session process of its own, shown in this terminal as `ddptui join` shows it:
+    Ctrl+D leaves it running; quitting, a signal or this terminal going away ends it. None where no
+    session directory can be used (the app then runs in this process)."""
+    try:
+        places.checked_home(create=True)
+    except places.PlaceError:
+        return None
+    if spec.master_port is not None:
+        check_port(spec.master_addr, spec.master_port)  # a one-line error before the screen opens
+    if spec.listen is not None and spec.listen[1]:
+        check_port(*spec.listen, option="--port")
+    from ddptui.ui.served import ServedApp
+
+    make = functools.partial(app_context, options=options, notes=notes)
+    size = shutil.get_terminal_size(DEFAULT_SIZE)
+    job = Detached(spec, make, ServedApp, None, not options.no_collapse, size, owned=True)
+    session_id, _ = detach(job)
+    return detached.own(session_id)
 
 
 async def run_batch(ctx: Context, options: argparse.Namespace) -> int:
@@ -130,12 +155,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if options.batch is not None:
             return asyncio.run(_guarded_batch(spec, options))
+        owned = None if options.no_session else run_owned(spec, options, said)
+        if owned is not None:
+            return owned
         from ddptui.ui.app import run_app
 
         session = Session(spec)
         session.notices.extend(said)  # the app's screen hides stderr: its command log says them too
         return int(run_app(session, max_stops=options.max_stops))
-    except LaunchError as exc:
+    except (LaunchError, DetachError) as exc:
         print(f"ddptui: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # stdout closed early (`ddptui --batch ... | head`): the ranks are ended

@@ -41,6 +41,11 @@ class ServedApp:
             return self.app.launch_error
         return "" if self.app.started.is_set() else "the app ended before the job started"
 
+    def summary(self) -> list[str]:
+        """The summary as the app prints it when it ends (grouped past a screenful of ranks)."""
+        app = self.app
+        return app.context.findings.summary(grouped=len(app.session.ranks) > app.grid_threshold)
+
     def redraw(self) -> None:
         """Draw the whole screen again, for a client that began watching."""
         self.app.refresh(repaint=True, layout=True)

@@ -62,7 +62,7 @@ async def _help(ctx: Context, arg: str) -> Result:
 
 
 NOT_DETACHED = (
-    "this session runs in this terminal: start it with ddptui --detach to leave it and join it later"
+    "this session runs in the process of its terminal (--no-session, --batch): it cannot be left running"
 )
 
 

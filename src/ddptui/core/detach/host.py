@@ -32,6 +32,8 @@ from ddptui.core.model.targets import format_ranks
 CLEAR = b"\x1b[H\x1b[2J"
 MAX_BACKLOG = 16 << 20
 """Bytes of screen a watching client may leave unread before it is let go."""
+OWNER_TIMEOUT = 30.0
+"""Seconds the terminal that started a session has to join it."""
 HELLO_TIMEOUT = 5.0
 """Seconds a new connection has to say hello before it is dropped."""
 DRAIN_TIMEOUT = 5.0
@@ -45,6 +47,9 @@ class Front(Protocol):
 
     def redraw(self) -> None:
         """Draw the whole screen again (a client began watching)."""
+
+    def summary(self) -> list[str]:
+        """The summary to print as the session ends, as the app prints it."""
 
     async def stop(self) -> None:
         """End the app (the session ends), once its ranks are ended; returns when it has."""
@@ -82,17 +87,28 @@ class Host:
         """The clients shown the app, with their terminal's size."""
         self._typist: Joined | None = None
         """The watcher that typed last: Ctrl+D detaches it."""
+        self.owner: Joined | None = None
+        """The terminal that started the session, until it detaches: its going away ends it."""
+        self._owned: asyncio.TimerHandle | None = None
 
     def show(self, screen: Screen, front: Front) -> None:
         """Serve the app that runs on `screen` to the clients that watch."""
         self.screen, self.front = screen, front
         screen.start(self._screen_output)
 
+    def await_owner(self) -> None:
+        """A session started in a terminal (`ddptui SCRIPT`): end it unless that terminal watches
+        within `OWNER_TIMEOUT` (the command that started it may have died meanwhile)."""
+        why = f"the terminal that started it did not join within {OWNER_TIMEOUT:g} s"
+        self._owned = asyncio.get_running_loop().call_later(OWNER_TIMEOUT, self.end, None, why)
+
     def leave(self) -> bool:
         """Detach the watcher that typed last (Ctrl+D in the app); False when none watches."""
         client = self._typist if self._typist in self.watchers else next(iter(self.watchers), None)
         if client is None:
             return False
+        if client is self.owner:
+            self.owner = None  # detached: the session no longer ends with that terminal
         client.send(wire.Leave())
         self._unwatch(client)
         return True
@@ -169,7 +185,7 @@ class Host:
             self.screen.drain(self._screen_output)  # the app's last frame and its leaving
             self.screen.stop()
         self.transcript.flush()
-        summary = tuple(ctx.findings.summary())
+        summary = tuple(self.front.summary() if self.front is not None else ctx.findings.summary())
         status = batch.final_status(ctx)
         for line in summary:
             print(line, file=sys.stderr)  # the session's log
@@ -201,6 +217,8 @@ class Host:
         finally:
             client.gone = True
             self.clients.pop(client, None)
+            if client is self.owner:
+                self.end(None, "the terminal that started it went away")
             self._unwatch(client)
             self.joined.discard(client)
             self._idle_changed()
@@ -252,6 +270,9 @@ class Host:
         if screen is None or front is None:
             client.send(wire.Refused("this session shows no app"))
         elif isinstance(message, wire.Watch):
+            if message.owner and self._owned is not None:
+                self._owned.cancel()
+                self._owned, self.owner = None, client
             self.joined.add(client)
             self._idle_changed()
             self.watchers[client] = (message.columns, message.lines)

@@ -42,6 +42,11 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "(then: ddptui sessions, ddptui join ID, ddptui kill ID)",
     )
     parser.add_argument(
+        "--no-session",
+        action="store_true",
+        help="run the app in this process: it cannot be detached (Ctrl+D) nor joined from elsewhere",
+    )
+    parser.add_argument(
         "--web",
         nargs="?",
         const=f"{WEB_HOST}:{WEB_PORT}",
@@ -69,6 +74,8 @@ def check_options(options: argparse.Namespace) -> None:
         raise DetachError(f"--detached-timeout must be a positive number of seconds, not {timeout}")
     if timeout is not None and not options.detach:
         raise DetachError("--detached-timeout applies to --detach sessions only")
+    if options.no_session and options.detach:
+        raise DetachError("--no-session runs the app here: it does not go with --detach or --web")
     if options.detach and options.batch is not None:
         raise DetachError("--detach runs without --batch: drive the session with ddptui join --batch FILE")
 
@@ -175,6 +182,22 @@ def join(argv: list[str]) -> int:
     finally:
         client.close()
     return 0
+
+
+def own(session_id: str) -> int:
+    """Show a session in the terminal that started it (`ddptui SCRIPT`) until the app quits, the
+    user detaches, or a signal ends it; its summary or one line, and the exit status."""
+    try:
+        entry = places.find(session_id)
+        client = Client(entry)
+        try:
+            left = viewer.watch(client, owner=True)
+        finally:
+            client.close()
+    except (PlaceError, JoinError) as exc:
+        print(f"ddptui: error: {exc}", file=sys.stderr)
+        return 2
+    return viewer.say(left, entry.id)
 
 
 def kill(argv: list[str]) -> int:

@@ -61,6 +61,9 @@ class Detached:
     collapse: bool = True
     size: tuple[int, int] | os.terminal_size = DEFAULT_SIZE
     """The app's terminal size until a client watches (the starting terminal's)."""
+    owned: bool = False
+    """Started in a terminal that joins it at once (`ddptui SCRIPT`), and ends with that terminal
+    unless it detaches."""
 
 
 def detach(job: Detached) -> tuple[str, str]:
@@ -170,6 +173,8 @@ async def _serve(job: Detached, session_id: str, tell: int, screen: Screen) -> i
         places.write(entry)
         os.write(tell, f"ok\n{ctx.session.listen_line}\n".encode())
         os.close(tell)
+        if job.owned:
+            host.await_owner()
         status = await host.serve(listening)
         print(f"ddptui: session {session_id} ended: {host.why}", file=sys.stderr)
         return status

@@ -16,6 +16,7 @@ import select
 import signal
 import sys
 import termios
+import time
 import tty
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +33,8 @@ ENTER = (
 LEAVE = "\x1b[?2004l\x1b[?1004l\x1b[?1006l\x1b[?1015l\x1b[?1003l\x1b[?1000l\x1b[0m\x1b[?25h\x1b[?1049l"
 READ_SIZE = 1 << 16
 CTRL_D = b"\x04"
+END_TIMEOUT = 120.0
+"""Seconds a session has to end its ranks after the signal that ends it (its teardown is bounded)."""
 
 
 class NotATerminal(JoinError):
@@ -49,9 +52,12 @@ class Left:
     """The session went away without a word: why."""
 
 
-def watch(client: Client, fd_in: int = 0, fd_out: int = 1, read_only: bool = False) -> Left:
+def watch(
+    client: Client, fd_in: int = 0, fd_out: int = 1, read_only: bool = False, owner: bool = False
+) -> Left:
     """Show the session's app on this terminal until it leaves; the terminal restored after.
-    `read_only`: keys are not sent; Ctrl+D leaves."""
+    `read_only`: keys are not sent; Ctrl+D leaves. `owner`: this terminal started the session
+    (`ddptui SCRIPT`): a signal ends the session, and its summary is shown."""
     if not (os.isatty(fd_in) and os.isatty(fd_out)):
         raise NotATerminal(
             "ddptui join needs a terminal; ddptui join --batch FILE drives a session without one"
@@ -67,13 +73,16 @@ def watch(client: Client, fd_in: int = 0, fd_out: int = 1, read_only: bool = Fal
         with contextlib.suppress(OSError):
             os.write(wake_write, bytes([signum]))
 
-    old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGWINCH, signal.SIGHUP, signal.SIGTERM)}
+    handled = (signal.SIGWINCH, signal.SIGHUP, signal.SIGTERM, *((signal.SIGINT,) if owner else ()))
+    old = {sig: signal.signal(sig, on_signal) for sig in handled}
     try:
         columns, lines = os.get_terminal_size(fd_out)
-        client.send(wire.Watch(columns, lines))
+        client.send(wire.Watch(columns, lines, owner))
         tty.setraw(fd_in)
         _write(fd_out, ENTER.encode())
         _relay(client, fd_in, fd_out, wake_read, left, read_only)
+        if owner and left.signal:
+            _end(client, fd_out, left)
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
@@ -126,6 +135,27 @@ def _relay(client: Client, fd_in: int, fd_out: int, wake: int, left: Left, read_
             return
 
 
+def _end(client: Client, fd_out: int, left: Left) -> None:
+    """A signal came to the terminal that started the session: end the session as the app ends on
+    one (every rank ended), showing its last frames, and keep its summary for `say`."""
+    _send(client, wire.Kill(), left)
+    show = functools.partial(_quietly, fd_out)
+    deadline = time.monotonic() + END_TIMEOUT
+    while not left.lost and (wait := deadline - time.monotonic()) > 0:
+        if select.select([client.fileno()], [], [], wait)[0]:
+            try:
+                if take(client.received(), show, left) and left.ended is not None:
+                    return
+            except JoinError as exc:
+                left.lost = str(exc)
+
+
+def _quietly(fd: int, data: bytes) -> None:
+    """Write to a terminal that may be gone (a hangup)."""
+    with contextlib.suppress(OSError):
+        _write(fd, data)
+
+
 def take(messages: list[wire.Message], show: Callable[[bytes], None], left: Left) -> bool:
     """Show what the session sent (`show` gets the screen's bytes); True when the view is to
     leave, and why in `left`."""
@@ -166,10 +196,12 @@ def _write(fd: int, data: bytes) -> None:
 
 
 def say(left: Left, session_id: str) -> int:
-    """After the view: one line (or the summary) on the restored terminal; the exit status."""
+    """After the view: one line (or the summary) on the restored terminal; the exit status (as the
+    app's: the job's, or 128 + SIGHUP after a hangup)."""
     if left.ended is not None:
-        print("".join(f"{text}\n" for text in left.ended.summary), end="", flush=True)
-        return left.ended.status
+        with contextlib.suppress(OSError):  # a terminal that hung up takes nothing
+            print("".join(f"{text}\n" for text in left.ended.summary), end="", flush=True)
+        return 128 + left.signal if left.signal == signal.SIGHUP else left.ended.status
     if left.detached:
         print(f"ddptui: detached from session {session_id}: ddptui join {session_id} opens it again")
         return 0

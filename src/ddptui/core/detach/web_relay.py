@@ -92,7 +92,7 @@ class Tab:
 
     def watch(self, client: Client, columns: int, lines: int) -> None:
         """Show the session's app in the tab until the session, the tab or a signal ends it."""
-        client.send(wire.Watch(columns, lines))
+        client.send(wire.Watch(columns, lines, False))
         self.show(viewer.ENTER.encode())
         messages, packets, sock = client.pending(), Packets(), client.fileno()
         while not self._take(messages) and not self.closed:

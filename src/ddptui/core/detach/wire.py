@@ -83,11 +83,13 @@ class Bye(Message):
 
 @dataclass(frozen=True)
 class Watch(Message):
-    """Client → session: show this client the app, on a terminal of this size."""
+    """Client → session: show this client the app, on a terminal of this size. The `owner` is the
+    terminal that started the session (`ddptui SCRIPT`): its going away without a detach ends it."""
 
     KIND: ClassVar[str] = "watch"
     columns: int
     lines: int
+    owner: bool
 
 
 @dataclass(frozen=True)
