@@ -156,3 +156,16 @@ def test_no_session_runs_the_app_in_its_terminal_and_ctrl_d_says_so(tmux: type[T
     assert not (runtime / "ddptui").exists() or not list((runtime / "ddptui").iterdir())
     term.keys("C-d")
     assert term.shows("it cannot be left running"), term.screen()
+
+
+def test_a_job_that_ends_stays_on_the_screen_of_its_terminal_until_the_user_quits(
+    tmux: type[Tmux], ddptui: Runner
+) -> None:
+    term = tmux("--nproc-per-node", "2", STEPS, size=(160, 40))
+    assert term.shows("(Pdb r1)"), term.screen()
+    term.keys("F5")  # c: both ranks run to their end
+    assert term.shows("r0-1  exited 0"), term.screen()
+    assert term.exit_status(3) is None  # still open, showing how the job ended
+    term.keys("C-q")
+    assert term.exit_status(60) == 0
+    assert term.shows("rank 1: exited 0"), term.screen()

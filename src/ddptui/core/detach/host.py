@@ -6,9 +6,10 @@ as tmux's clients do; the pty takes the smallest of their sizes. A `--batch` cli
 on the same `Context` as `--batch` runs them: one transcript (`batch.wired`) whose stream
 (`Relay`) goes to the client whose line runs, lines from every client in one queue, in arrival
 order. A client that leaves leaves the ranks as they are. The session ends at `:quit` (a
-client's line, or the app's), at a client's `Kill`, when every rank has ended, on SIGTERM or
-SIGINT, or after `--detached-timeout` seconds with no client joined; every client still
-connected is then sent `Ended` with the summary.
+client's line, or the app's), at a client's `Kill`, when every rank has ended and no terminal
+shows the app, when the terminal that started it goes away without leaving it (its `owner`), on
+SIGTERM or SIGINT, or after `--detached-timeout` seconds with no client joined; every client
+still connected is then sent `Ended` with the summary.
 """
 
 from __future__ import annotations
@@ -87,6 +88,9 @@ class Host:
         """The clients shown the app, with their terminal's size."""
         self._typist: Joined | None = None
         """The watcher that typed last: Ctrl+D detaches it."""
+        self._unwatched = asyncio.Event()
+        """Set while no terminal shows the app."""
+        self._unwatched.set()
         self.owner: Joined | None = None
         """The terminal that started the session, until it detaches: its going away ends it."""
         self._owned: asyncio.TimerHandle | None = None
@@ -167,9 +171,11 @@ class Host:
         self.end(None, "the job ended")
 
     async def _watch_job(self) -> None:
-        """Once every rank has ended, end the session after the lines already queued."""
+        """Once every rank has ended, end the session after the lines already queued; while a
+        terminal shows the app, it shows how the job ended until its user quits or leaves."""
         session = self.ctx.session
         await session.wait_until(lambda: batch.all_gone(session))
+        await self._unwatched.wait()
         self._lines.put_nowait(None)
 
     async def _finish(self) -> int:
@@ -276,6 +282,7 @@ class Host:
             self.joined.add(client)
             self._idle_changed()
             self.watchers[client] = (message.columns, message.lines)
+            self._unwatched.clear()
             if not self._fit():
                 front.redraw()
         elif isinstance(message, wire.Size) and client in self.watchers:
@@ -293,6 +300,8 @@ class Host:
     def _unwatch(self, client: Joined) -> None:
         """The client no longer watches: the others may have room for a larger app."""
         if self.watchers.pop(client, None) is not None:
+            if not self.watchers:
+                self._unwatched.set()
             self.joined.discard(client)
             self._idle_changed()
             self._fit()
