@@ -1,4 +1,5 @@
-"""`ddptui --detach`: start the job in a session process of its own and return at once.
+"""Start the job in a session process of its own: for `ddptui --detach`, which returns at once,
+and for `ddptui SCRIPT` in a terminal, which then shows it (an `owned` session).
 
 The command forks twice: the first child leaves the terminal's session (`setsid`), the second
 (no session leader, so no terminal can become its own) is the session process. It runs the app
@@ -126,7 +127,7 @@ def _session_process(job: Detached, session_id: str, tell: int) -> None:
         if os.fork() != 0:
             os._exit(0)
         screen = Screen(*job.size)
-        _quiet_stdio(places.home() / f"{session_id}.log", screen)
+        _stdio_to(places.home() / f"{session_id}.log", screen)
         status = asyncio.run(_serve(job, session_id, tell, screen))
     except BaseException:
         traceback.print_exc()
@@ -134,7 +135,7 @@ def _session_process(job: Detached, session_id: str, tell: int) -> None:
         os._exit(status)
 
 
-def _quiet_stdio(log: Path, screen: Screen) -> None:
+def _stdio_to(log: Path, screen: Screen) -> None:
     """Standard input, output and error to the app's pty; `sys.stderr` to the session's log (0600)."""
     err = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
     screen.take_stdio()
