@@ -142,7 +142,7 @@ def join(argv: list[str]) -> int:
     transcript; either way, leave it as it is."""
     parser = Parser(
         prog="ddptui join",
-        description="Open a detached session's app in this terminal (Ctrl+D leaves it running), or "
+        description="Open a session's app in this terminal (Ctrl+D leaves it running), or "
         "with --batch FILE drive it headless: each line of FILE runs as --batch runs it. Either way "
         "the session and its ranks stay as they are when you leave (:quit ends them).",
     )
@@ -218,7 +218,7 @@ def serve(argv: list[str], serving: Serving | None) -> int:
     """Serve a session to browsers until Ctrl+C or its end; the session runs on."""
     parser = Parser(
         prog="ddptui serve",
-        description="Open a detached session in the browser: serve its app with textual-serve, each "
+        description="Open a session in the browser: serve its app with textual-serve, each "
         "tab joined to the session, behind a fresh token printed once in the URL. Ctrl+C stops "
         "serving; the session and its ranks run on.",
     )
