@@ -110,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ddptui.core.attach.main import main as attach
 
         return attach(argv[1:])
-    if argv[:1] and argv[0] in detached.COMMANDS:  # sessions started with --detach
+    if argv[:1] and argv[0] in detached.COMMANDS:  # the sessions that run
         if argv[0] == "serve":
             from ddptui.ui.web_server import serve  # textual-serve and aiohttp: for serve only
 

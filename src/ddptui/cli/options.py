@@ -44,7 +44,8 @@ def build_parser() -> Parser:
         usage="ddptui [options] (SCRIPT | -m MODULE) [ARGS...]  |  ddptui [options] -- COMMAND...",
         epilog="ddptui listen: ranks started elsewhere connect (see ddptui listen --help); "
         "ddptui attach PID: a job already running, read-only (see ddptui attach --help); "
-        "ddptui sessions, join, kill, serve: sessions started with --detach (see docs/remote.md)",
+        "ddptui sessions, join, kill, serve: the sessions that run, left with Ctrl+D or started "
+        "with --detach (see docs/remote.md)",
         allow_abbrev=False,
     )
     add = parser.add_argument
