@@ -64,12 +64,14 @@ def test_two_terminals_share_the_app_and_one_hanging_up_ends_nothing(
     assert wait_for(lambda: in_panes(big, AT_9) == 2, 30), big.screen()
     assert wait_for(lambda: in_panes(small, AT_9) == 2, 30), small.screen()
     assert max(len(line.rstrip()) for line in big.screen().splitlines()) <= 120  # the smaller size
+    assert ddptui.run("sessions").stdout.endswith("  (shown in 2 terminals)\n")
 
     ranks = sessions.ranks(session)
     small.kill()  # its terminal goes away: SIGHUP to that `ddptui join`
     big.keys("F10")
     assert wait_for(lambda: in_panes(big, AT_10) == 2, 30), big.screen()
     assert all(rank.is_running() for rank in ranks)
+    assert ddptui.run("sessions").stdout.endswith("  (shown in 1 terminal)\n")
 
     killed = ddptui.run("kill", session, timeout=60)
     assert killed.returncode == 0, killed.stderr

@@ -49,11 +49,12 @@ class Client:
         self._send(wire.Line(text))
         return self._until_done(out, None)
 
-    def status(self) -> tuple[str, ...]:
-        """How the session's ranks are (`0-3: paused at train.py:9`, one entry a state)."""
+    def status(self) -> wire.Report:
+        """How the session's ranks are (`0-3: paused at train.py:9`, one entry a state), and how
+        many terminals show it."""
         self._send(wire.Status())
         answer = self._next()
-        return answer.ranks if isinstance(answer, wire.Report) else ()
+        return answer if isinstance(answer, wire.Report) else wire.Report((), 0)
 
     def kill(self, out: TextIO) -> wire.Ended:
         """End the session and every rank; what it printed last goes to `out`."""

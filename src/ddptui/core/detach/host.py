@@ -261,7 +261,7 @@ class Host:
                 self._idle_changed()
                 self._lines.put_nowait((client, message.text))
             elif isinstance(message, wire.Status):
-                client.send(wire.Report(self.report()))
+                client.send(wire.Report(self.report(), len(self.watchers)))
             elif isinstance(message, wire.Kill):
                 self.end(client, "killed by ddptui kill")
             elif isinstance(message, wire.Bye):

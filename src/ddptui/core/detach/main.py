@@ -124,17 +124,21 @@ def sessions(argv: list[str]) -> int:
 
 def describe(entry: Entry) -> str:
     """One session in a line."""
+    shown = ""
     try:
         client = Client(entry)
         try:
-            states = "; ".join(client.status()) or "no rank yet"
+            report = client.status()
         finally:
             client.close()
+        states = "; ".join(report.ranks) or "no rank yet"
+        if report.watching:
+            shown = f"  (shown in {report.watching} terminal{'s' * (report.watching != 1)})"
     except JoinError as exc:
         states = f"not answering ({exc})"
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.started))
     ranks = f"{entry.ranks} rank{'s' * (entry.ranks != 1)}" if entry.ranks else "ranks"
-    return inert(f"{entry.id}  {entry.script}  {ranks}: {states}  since {since}")
+    return inert(f"{entry.id}  {entry.script}  {ranks}: {states}  since {since}{shown}")
 
 
 def join(argv: list[str]) -> int:

@@ -157,10 +157,12 @@ class Leave(Message):
 
 @dataclass(frozen=True)
 class Report(Message):
-    """Session → client: the answer to `Status`, one entry per rank state (`0-3: paused at t.py:9`)."""
+    """Session → client: the answer to `Status`, one entry per rank state (`0-3: paused at t.py:9`),
+    and how many terminals (or browser tabs) show the app."""
 
     KIND: ClassVar[str] = "report"
     ranks: tuple[str, ...]
+    watching: int
 
 
 @dataclass(frozen=True)
