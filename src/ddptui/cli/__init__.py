@@ -22,7 +22,7 @@ from ddptui.core.detach import places
 from ddptui.core.detach.screen import DEFAULT_SIZE
 from ddptui.core.detach.start import Detached, DetachError, detach
 from ddptui.core.session.session import Session
-from ddptui.core.transport.launch import LaunchError, LaunchSpec, check_port
+from ddptui.core.transport.launch import LaunchError, LaunchSpec, check_port, check_ports
 from ddptui.core.transport.logs import check_log_dir
 
 
@@ -53,17 +53,21 @@ def run_owned(spec: LaunchSpec, options: argparse.Namespace, notes: Sequence[str
         places.checked_home(create=True)
     except places.PlaceError:
         return None
-    if spec.master_port is not None:
-        check_port(spec.master_addr, spec.master_port)  # a one-line error before the screen opens
-    if spec.listen is not None and spec.listen[1]:
-        check_port(*spec.listen, option="--port")
+    check_ports(spec)
+    session_id, _ = detach(session_job(spec, options, notes, owned=True))
+    return detached.own(session_id)
+
+
+def session_job(
+    spec: LaunchSpec, options: argparse.Namespace, notes: Sequence[str] = (), owned: bool = False
+) -> Detached:
+    """What a session process runs: the app on the job, at this terminal's size."""
     from ddptui.ui.served import ServedApp
 
     make = functools.partial(app_context, options=options, notes=notes)
+    timeout = None if owned else options.detached_timeout
     size = shutil.get_terminal_size(DEFAULT_SIZE)
-    job = Detached(spec, make, ServedApp, None, not options.no_collapse, size, owned=True)
-    session_id, _ = detach(job)
-    return detached.own(session_id)
+    return Detached(spec, make, ServedApp, timeout, not options.no_collapse, size, owned)
 
 
 async def run_batch(ctx: Context, options: argparse.Namespace) -> int:
@@ -127,11 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if spec.log_dir:
             check_log_dir(spec.log_dir, spec.nproc)
         if getattr(options, "detach", False):  # a session process runs the app on a pty of its own
-            from ddptui.ui.served import ServedApp
-
-            make = functools.partial(app_context, options=options)
-            size = shutil.get_terminal_size(DEFAULT_SIZE)
-            job = Detached(spec, make, ServedApp, options.detached_timeout, not options.no_collapse, size)
+            job = session_job(spec, options, said)
             web: tuple[str, int] | None = options.web
             if web is not None:  # a busy port is said before the session starts
                 check_port(web[0], web[1], option="--web")

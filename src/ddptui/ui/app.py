@@ -26,7 +26,7 @@ from ddptui.core.model.targets import Line, format_ranks, name_ranks
 from ddptui.core.model.topology import Topology
 from ddptui.core.session.rank import Rank
 from ddptui.core.session.session import Session
-from ddptui.core.transport.launch import LaunchError, check_port
+from ddptui.core.transport.launch import LaunchError, check_ports
 from ddptui.core.transport.pump import ORDERED_STORES
 from ddptui.ui import actions, messages, palette
 from ddptui.ui.colon_typing import ColonTyping
@@ -338,6 +338,11 @@ class DdptuiApp(App[int]):
         if self.state_grid is not None:
             self.state_grid.focus()
 
+    def summary(self) -> list[str]:
+        """Each rank's last state, as printed when the app ends (ranks in the same state on one
+        line above `grid_threshold`)."""
+        return self.context.findings.summary(grouped=len(self.session.ranks) > self.grid_threshold)
+
     def action_detach(self) -> None:
         """Leave the session running and this terminal (a detached session's app only)."""
         if self.context.leave is None:
@@ -363,17 +368,13 @@ def run_app(session: Session, max_stops: int = MAX_STOPS) -> int:
     """Run the app; print each rank's last state after it closes; return the exit status.
 
     `max_stops`: the continues an `:until` makes at most (`--max-stops`)."""
-    spec = session.spec
-    if spec.master_port is not None:
-        check_port(spec.master_addr, spec.master_port)  # a one-line error before the screen opens
-    if spec.listen is not None and spec.listen[1]:
-        check_port(*spec.listen, option="--port")
+    check_ports(session.spec)
     app = DdptuiApp(session)
     app.context.max_stops = max_stops
     status = app.run()
     app.session.kill_now()
     if app.return_code == 2 or status is None:
         return app.return_code or 1
-    for line in app.context.findings.summary(grouped=len(app.session.ranks) > app.grid_threshold):
+    for line in app.summary():
         print(line, file=sys.stdout)
     return status

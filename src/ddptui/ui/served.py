@@ -43,8 +43,7 @@ class ServedApp:
 
     def summary(self) -> list[str]:
         """The summary as the app prints it when it ends (grouped past a screenful of ranks)."""
-        app = self.app
-        return app.context.findings.summary(grouped=len(app.session.ranks) > app.grid_threshold)
+        return self.app.summary()
 
     def redraw(self) -> None:
         """Draw the whole screen again, for a client that began watching."""

@@ -105,6 +105,15 @@ def check_port(addr: str, port: int, option: str = "--master-port") -> None:
         raise LaunchError(f"{option} {port} is busy on {addr}: {error.strerror}")
 
 
+def check_ports(spec: LaunchSpec) -> None:
+    """Raise LaunchError when a port the job is to open is taken: rank 0's store, or `listen`'s
+    own (a one-line error before any screen opens)."""
+    if spec.master_port is not None:
+        check_port(spec.master_addr, spec.master_port)
+    if spec.listen is not None and spec.listen[1]:
+        check_port(*spec.listen, option="--port")
+
+
 def listening(addr: str, port: int) -> bool:
     """True when a socket listens on `port` here (the job's store, once rank 0 opened it): found by
     binding the port, as rank 0's store would, so the store itself is never contacted."""
