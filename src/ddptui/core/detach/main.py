@@ -181,7 +181,7 @@ def join(argv: list[str]) -> int:
         for line in _lines(options.batch):
             ended = client.run(line, sys.stdout)
             if ended is not None:
-                print("".join(f"{text}\n" for text in ended.summary), end="", flush=True)
+                viewer.print_summary(ended)
                 return ended.status
     finally:
         client.close()
@@ -214,7 +214,7 @@ def kill(argv: list[str]) -> int:
         ended = client.kill(io.StringIO())  # what the ranks printed is the app's to show
     finally:
         client.close()
-    print("".join(f"{text}\n" for text in ended.summary), end="", flush=True)
+    viewer.print_summary(ended)
     return 0
 
 

@@ -195,12 +195,17 @@ def _write(fd: int, data: bytes) -> None:
             select.select([], [fd], [])
 
 
+def print_summary(ended: wire.Ended) -> None:
+    """The summary of a session that ended, a line a rank, on standard output."""
+    print("".join(f"{text}\n" for text in ended.summary), end="", flush=True)
+
+
 def say(left: Left, session_id: str) -> int:
     """After the view: one line (or the summary) on the restored terminal; the exit status (as the
     app's: the job's, or 128 + SIGHUP after a hangup)."""
     if left.ended is not None:
         with contextlib.suppress(OSError):  # a terminal that hung up takes nothing
-            print("".join(f"{text}\n" for text in left.ended.summary), end="", flush=True)
+            print_summary(left.ended)
         return 128 + left.signal if left.signal == signal.SIGHUP else left.ended.status
     if left.detached:
         print(f"ddptui: detached from session {session_id}: ddptui join {session_id} opens it again")
