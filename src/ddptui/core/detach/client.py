@@ -35,7 +35,7 @@ class Client:
                 f"cannot reach session {entry.id} at {entry.socket}: {exc.strerror or exc}"
             ) from None
         self._buffer = bytearray()
-        self._send(wire.Hello(entry.token, wire.VERSION))
+        self.send(wire.Hello(entry.token, wire.VERSION))
         answer = self._next(
             f"session {entry.id} refused the connection (a wrong token, or no ddptui session)"
         )
@@ -46,19 +46,19 @@ class Client:
 
     def run(self, text: str, out: TextIO) -> wire.Ended | None:
         """Run one line, writing what it prints to `out`; the `Ended` if the session ended."""
-        self._send(wire.Line(text))
+        self.send(wire.Line(text))
         return self._until_done(out, None)
 
     def status(self) -> wire.Report:
         """How the session's ranks are (`0-3: paused at train.py:9`, one entry a state), and how
         many terminals show it."""
-        self._send(wire.Status())
+        self.send(wire.Status())
         answer = self._next()
         return answer if isinstance(answer, wire.Report) else wire.Report((), 0)
 
     def kill(self, out: TextIO) -> wire.Ended:
         """End the session and every rank; what it printed last goes to `out`."""
-        self._send(wire.Kill())
+        self.send(wire.Kill())
         ended = self._until_done(out, KILL_TIMEOUT)
         if ended is None:
             raise JoinError(f"session {self.entry.id} did not end")
@@ -67,7 +67,7 @@ class Client:
     def close(self) -> None:
         """Say bye and close: the session and its ranks stay as they are."""
         with contextlib.suppress(OSError):
-            self._send(wire.Bye())
+            self.send(wire.Bye())
         self._sock.close()
 
     def fileno(self) -> int:
@@ -76,23 +76,19 @@ class Client:
 
     def send(self, message: wire.Message) -> None:
         """Send one message (OSError: the session is gone)."""
-        self._send(message)
+        self._sock.sendall(message.encode())
 
     def received(self) -> list[wire.Message]:
         """After `select` says the socket is readable: the messages that came whole (JoinError at
         the connection's end or a garbled line)."""
+        timeout = self._sock.gettimeout()
         self._sock.settimeout(0)
         try:
-            data = self._sock.recv(1 << 16)
+            self._fill(f"session {self.entry.id} closed the connection")
         except (BlockingIOError, InterruptedError):
             return []
-        except OSError as exc:
-            raise JoinError(f"session {self.entry.id}: {exc.strerror or exc}") from None
         finally:
-            self._sock.settimeout(None)
-        if not data:
-            raise JoinError(f"session {self.entry.id} closed the connection")
-        self._buffer += data
+            self._sock.settimeout(timeout)
         return self.pending()
 
     def pending(self) -> list[wire.Message]:
@@ -118,27 +114,30 @@ class Client:
             elif isinstance(message, wire.Done):
                 return None
 
-    def _send(self, message: wire.Message) -> None:
-        """Send one message."""
-        self._sock.sendall(message.encode())
-
     def _next(self, at_end: str = "") -> wire.Message:
         """The next message (JoinError, saying `at_end` at the connection's end, or a garbled line)."""
         while (end := self._buffer.find(b"\n")) < 0:
             if len(self._buffer) > wire.MAX_LINE:
                 raise JoinError(f"session {self.entry.id} sent a line past {wire.MAX_LINE} bytes")
-            try:
-                data = self._sock.recv(1 << 16)
-            except TimeoutError:
-                raise JoinError(f"session {self.entry.id} does not answer") from None
-            except OSError as exc:
-                raise JoinError(f"session {self.entry.id}: {exc.strerror or exc}") from None
-            if not data:
-                raise JoinError(at_end or f"session {self.entry.id} closed the connection without a word")
-            self._buffer += data
+            self._fill(at_end or f"session {self.entry.id} closed the connection without a word")
         line = bytes(self._buffer[: end + 1])
         del self._buffer[: end + 1]
         return self._decode(line)
+
+    def _fill(self, at_end: str) -> None:
+        """Read what the session sent into the buffer (JoinError: `at_end` at the connection's end,
+        no answer in time, or a broken connection; BlockingIOError on a non-blocking socket)."""
+        try:
+            data = self._sock.recv(1 << 16)
+        except TimeoutError:
+            raise JoinError(f"session {self.entry.id} does not answer") from None
+        except (BlockingIOError, InterruptedError):
+            raise
+        except OSError as exc:
+            raise JoinError(f"session {self.entry.id}: {exc.strerror or exc}") from None
+        if not data:
+            raise JoinError(at_end)
+        self._buffer += data
 
     def _decode(self, line: bytes) -> wire.Message:
         try:
