@@ -30,7 +30,6 @@ from ddptui.core.detach.relay import Joined, Relay
 from ddptui.core.detach.screen import Screen
 from ddptui.core.model.targets import format_ranks
 
-CLEAR = b"\x1b[H\x1b[2J"
 MAX_BACKLOG = 16 << 20
 """Bytes of screen a watching client may leave unread before it is let go."""
 OWNER_TIMEOUT = 30.0
@@ -312,10 +311,7 @@ class Host:
             return False
         columns = min(size[0] for size in self.watchers.values())
         lines = min(size[1] for size in self.watchers.values())
-        if not self.screen.resize(columns, lines):
-            return False
-        self._screen_output(CLEAR)  # a terminal larger than the app keeps nothing of a larger one
-        return True
+        return self.screen.resize(columns, lines)  # the app clears the terminal for its new size
 
     def _screen_output(self, data: bytes) -> None:
         """What the app wrote, to every watcher."""

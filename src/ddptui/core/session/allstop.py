@@ -73,6 +73,9 @@ class Stopping(Protocol):
     def wait_until(self, condition: Callable[[], bool], timeout: float | None = None) -> Awaitable[bool]:
         """Wait until `condition()` holds; False if `timeout` passed first."""
 
+    def notify(self) -> None:
+        """Wake the coroutines waiting for a change."""
+
 
 def running(ranks: Iterable[Rank]) -> list[Rank]:
     """The live ranks among `ranks` that run: starting or running, neither at a prompt nor waiting."""
@@ -145,6 +148,11 @@ class AllStop:
         self._waiting: set[int] = set()
         """The ranks last seen waiting."""
 
+    @property
+    def stopping(self) -> bool:
+        """True while the other ranks are being stopped (until what was done is said)."""
+        return self._stopping
+
     def on_state(self, index: int, state: RankState) -> None:
         """A rank's state changed: when a breakpoint or a crash opened its prompt while other ranks
         run, stop them. (Called twice a rank a lockstep step: the common case returns at once.)"""
@@ -215,6 +223,7 @@ class AllStop:
             await asyncio.gather(*(self._place(session.ranks[i], *at) for i, at in done.blocked.items()))
         finally:
             self._stopping, self._others = False, None
+            session.notify()
 
     def _arrived(self, first: Rank, counts: dict[int, int], done: Outcome) -> int:
         """How many of the other ranks stopped by themselves since `first` did (not interrupted)."""

@@ -293,9 +293,10 @@ class Session:
         return all(rank.settled(now) for rank in ranks)
 
     async def wait_settled(self, targets: Iterable[int] | None = None) -> None:
-        """Wait until every targeted live rank is paused, stalled, or gone (never forever)."""
+        """Wait until every targeted live rank is paused, stalled, or gone, and all-stop has done
+        stopping the others (never forever)."""
         ranks = self.live(targets)
-        await self.wait_until(lambda: self.all_settled(ranks))
+        await self.wait_until(lambda: self.all_settled(ranks) and not self.all_stop.stopping)
 
     async def broadcast(
         self,
