@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 
 from conftest import SCRIPTS, running_session
 
@@ -59,3 +60,19 @@ async def test_ranks_that_never_stopped_open_a_prompt_where_they_run() -> None:
         assert await commands.run(ctx, "interrupt") == commands.Result(
             ("no target rank is running: nothing to interrupt",)
         )
+
+
+async def test_a_session_started_with_sigint_ignored_still_interrupts_its_ranks() -> None:
+    """As when ddptui runs as a background job (`ddptui ... &` in a script): the ranks do not
+    inherit the ignored SIGINT, so `:interrupt` and Ctrl-C in a pane stop them."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        async with running_session(SCRIPTS / "spins.py", "--run") as session:
+            ctx = Context.of(session)
+            await running(session)
+            said = await commands.run(ctx, "interrupt")
+            assert said.lines == ("interrupted ranks 0-1: each stops at the line it runs",)
+            assert await session.wait_until(lambda: all(r.state.at_prompt for r in session.ranks), 30)
+            assert where(session) <= LOOP, where(session)
+    finally:
+        signal.signal(signal.SIGINT, previous)

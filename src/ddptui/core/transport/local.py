@@ -49,6 +49,19 @@ def become_subreaper() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
+CHILD_DEFAULTS = ("SIGINT", "SIGQUIT", "SIGPIPE", "SIGXFSZ")
+"""Signals a rank starts with at their default, whatever ddptui inherited or set: ddptui started as a
+background job ignores SIGINT, and a rank must still stop at Ctrl-C in its pane and at `:interrupt`;
+SIGPIPE and SIGXFSZ as `subprocess` restores them."""
+
+
+def _in_child() -> None:
+    """In the forked child, before it execs the rank: the CPUs ddptui was given, default signals."""
+    home_cpu.restore_in_child()
+    for name in CHILD_DEFAULTS:
+        signal.signal(getattr(signal, name), signal.SIG_DFL)
+
+
 class LocalRank(PtyReader):
     """A rank process in a pty of its own, with its link once it says hello."""
 
@@ -64,7 +77,7 @@ class LocalRank(PtyReader):
         columns, lines = size
         try:
             self._pty = PtyProcess.spawn(
-                argv, cwd=cwd, env=env, dimensions=(lines, columns), preexec_fn=home_cpu.restore_in_child
+                argv, cwd=cwd, env=env, dimensions=(lines, columns), preexec_fn=_in_child
             )
         except OSError as exc:
             raise SpawnError(f"cannot start {argv[0]}: {exc}") from None
