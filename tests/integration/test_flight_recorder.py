@@ -107,7 +107,6 @@ def test_flight_recorder_log_of_plain_collectives(tmp_path: Path) -> None:
         assert log[-1]["site"] == [str(SCRIPT), line("nested"), "reduce"]
         assert job[rank]["pg_seq"] == 5  # the group's own counter agrees with the recorder's numbering
         assert job[rank]["tail"] == log[-2:]
-        assert job[rank]["ms"] < 200
     assert verdict_lines(records(job)) == []
 
 
