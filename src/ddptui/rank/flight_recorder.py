@@ -23,7 +23,7 @@ C10D_C = "torch._C._distributed_c10d"
 """The C++ bindings, with the Flight Recorder's dump functions."""
 
 RETIRE_LAG = 0.005
-"""Seconds to wait before looking again at a last entry the recorder still shows pending."""
+"""Seconds to wait before looking again at entries the recorder still shows pending."""
 _dump_lock = threading.Lock()
 """One dump at a time: two would race on torch's lazy-module set (see _inductor_left_unimported)."""
 
@@ -78,9 +78,10 @@ def from_flight_recorder(count: int | None, beside: Sequence[dict[str, Any]] = (
     them, without the peer) are left out for them.
     """
     entries = _fr_entries()
-    if entries and _fr_state(entries[-1]) != "completed":
+    if any(_fr_state(entry) != "completed" for entry in tail(entries, count)):
         # Retirement is marked on gloo's worker thread a moment after a blocking call returns:
-        # asked right after one, the recorder still calls it pending. Look once more.
+        # asked right after one (or while that thread lags), the recorder still calls it
+        # pending, even behind a later op already retired. Look once more.
         time.sleep(RETIRE_LAG)
         entries = _fr_entries()
     if not beside or not entries:
