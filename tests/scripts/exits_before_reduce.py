@@ -14,9 +14,9 @@ dist.init_process_group("gloo")
 rank = dist.get_rank()
 dist.barrier()
 if rank == 1:
+    for ignored in (signal.SIGTERM, signal.SIGHUP):  # the child outlives rank 1's pty and rank 0
+        signal.signal(ignored, signal.SIG_IGN)  # set before the fork: rank 1 may exit first
     if os.fork() == 0:
-        for ignored in (signal.SIGTERM, signal.SIGHUP):  # outlives rank 1's pty and rank 0
-            signal.signal(ignored, signal.SIG_IGN)
         time.sleep(60)
     os._exit(0)  # no destructors: gloo's sockets stay open in the child
 dist.all_reduce(torch.ones(3))
