@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import signal
 
+import pytest
 from conftest import SCRIPTS, running_session
 
 from ddptui.core.commands import registry as commands
@@ -47,25 +48,13 @@ async def test_continued_ranks_stop_in_their_loop_and_go_on() -> None:
         assert [answer["repr"] for answer in answers.values()] == ["True", "True"]  # type: ignore[index]
 
 
-async def test_ranks_that_never_stopped_open_a_prompt_where_they_run() -> None:
-    async with running_session(SCRIPTS / "spins.py", "--run") as session:
-        ctx = Context.of(session)
-        await running(session)
-        said = await commands.run(ctx, "interrupt")
-        assert said.lines == ("interrupted ranks 0-1: each stops at the line it runs",)
-        assert await session.wait_until(lambda: all(r.state.at_prompt for r in session.ranks), 30)
-        assert where(session) <= LOOP, where(session)
-        result = await session.broadcast("n")  # a stop like any other: the ranks step on from it
-        assert all(reply.state.phase is Phase.PAUSED for reply in result.replies)
-        assert await commands.run(ctx, "interrupt") == commands.Result(
-            ("no target rank is running: nothing to interrupt",)
-        )
-
-
-async def test_a_session_started_with_sigint_ignored_still_interrupts_its_ranks() -> None:
-    """As when ddptui runs as a background job (`ddptui ... &` in a script): the ranks do not
-    inherit the ignored SIGINT, so `:interrupt` and Ctrl-C in a pane stop them."""
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+@pytest.mark.parametrize("ignored", [False, True], ids=["", "sigint-ignored"])
+async def test_ranks_that_never_stopped_open_a_prompt_where_they_run(ignored: bool) -> None:
+    """Also when ddptui itself ignores SIGINT, as a background job does (`ddptui ... &` in a
+    script): the ranks do not inherit it."""
+    previous = signal.getsignal(signal.SIGINT)
+    if ignored:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         async with running_session(SCRIPTS / "spins.py", "--run") as session:
             ctx = Context.of(session)
@@ -74,5 +63,10 @@ async def test_a_session_started_with_sigint_ignored_still_interrupts_its_ranks(
             assert said.lines == ("interrupted ranks 0-1: each stops at the line it runs",)
             assert await session.wait_until(lambda: all(r.state.at_prompt for r in session.ranks), 30)
             assert where(session) <= LOOP, where(session)
+            result = await session.broadcast("n")  # a stop like any other: the ranks step on from it
+            assert all(reply.state.phase is Phase.PAUSED for reply in result.replies)
+            assert await commands.run(ctx, "interrupt") == commands.Result(
+                ("no target rank is running: nothing to interrupt",)
+            )
     finally:
         signal.signal(signal.SIGINT, previous)
