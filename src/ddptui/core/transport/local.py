@@ -49,7 +49,7 @@ def become_subreaper() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-CHILD_DEFAULTS = ("SIGINT", "SIGQUIT", "SIGPIPE", "SIGXFSZ")
+CHILD_DEFAULTS = (signal.SIGINT, signal.SIGQUIT, signal.SIGPIPE, signal.SIGXFSZ)
 """Signals a rank starts with at their default, whatever ddptui inherited or set: ddptui started as a
 background job ignores SIGINT, and a rank must still stop at Ctrl-C in its pane and at `:interrupt`;
 SIGPIPE and SIGXFSZ as `subprocess` restores them."""
@@ -58,8 +58,8 @@ SIGPIPE and SIGXFSZ as `subprocess` restores them."""
 def _in_child() -> None:
     """In the forked child, before it execs the rank: the CPUs ddptui was given, default signals."""
     home_cpu.restore_in_child()
-    for name in CHILD_DEFAULTS:
-        signal.signal(getattr(signal, name), signal.SIG_DFL)
+    for number in CHILD_DEFAULTS:
+        signal.signal(number, signal.SIG_DFL)
 
 
 class LocalRank(PtyReader):
